@@ -1,0 +1,55 @@
+# RWF_UNCACHED for linux-source-6.12: build, boot and test harness.
+# See README.md. Everything is built under build/ (ignored by git).
+
+SERIES ?= series
+FLAVOR ?= test
+CMD ?=
+
+ifeq ($(SERIES),none)
+TREE := pristine
+else ifeq ($(SERIES),series)
+TREE := patched
+else
+$(error SERIES must be 'series' (the patched kernel) or 'none' (pristine 6.12))
+endif
+
+KERNEL := build/kernel/$(TREE)-$(FLAVOR)/arch/x86/boot/bzImage
+INITRD := build/initramfs/initramfs.cpio
+
+.PHONY: all deps source kernel initramfs qemu-test boot harness-selftest \
+	check-series clean distclean help
+
+all: kernel initramfs
+
+help:
+	@sed -n '/^## Make targets/,/^Variables:/p' README.md
+
+deps:
+	@scripts/deps.sh
+
+source: deps
+	@scripts/prepare-source.sh
+
+kernel: source
+	@scripts/build-kernel.sh $(TREE) $(FLAVOR)
+
+initramfs: source
+	@scripts/build-initramfs.sh
+
+qemu-test: kernel initramfs
+	@scripts/qemu-test.sh $(TREE)
+
+boot: kernel initramfs
+	@scripts/boot.sh $(KERNEL) $(INITRD) '$(subst ','\'',$(CMD))'
+
+harness-selftest: kernel initramfs
+	@scripts/harness-selftest.sh $(KERNEL)
+
+check-series: source
+	@scripts/check-series.sh
+
+clean:
+	rm -rf build/results build/initramfs build/headers build/disks
+
+distclean:
+	rm -rf build

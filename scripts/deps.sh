@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Install the host packages the harness needs (scripts/packages.list) and the
+# pinned linux-source-6.12 (scripts/linux-source.version). Idempotent: does
+# nothing when everything is already there.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+APT_UPDATED=
+
+is_installed() {
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'
+}
+
+apt_update_once() {
+	[ -n "$APT_UPDATED" ] && return 0
+	log "running apt-get update"
+	apt-get update -q >/dev/null || die "apt-get update failed"
+	APT_UPDATED=1
+}
+
+# is_known PKG[=VER] - does the archive know this package (and version)?
+is_known() {
+	local name=${1%%=*} ver=
+	[ "$name" != "$1" ] && ver=${1#*=}
+	if [ -z "$ver" ]; then
+		apt-cache show "$name" >/dev/null 2>&1
+	else
+		apt-cache madison "$name" 2>/dev/null | awk -F'|' '{gsub(/ /,"",$2); print $2}' |
+			grep -qxF "$ver"
+	fi
+}
+
+apt_install() {
+	local p missing=()
+	for p in "$@"; do
+		if ! is_known "$p"; then
+			apt_update_once
+			is_known "$p" || missing+=("$p")
+		fi
+	done
+	[ ${#missing[@]} -eq 0 ] ||
+		die "the package archive has no package ${missing[*]}; check /etc/apt/sources.list"
+	log "installing: $*"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		--allow-downgrades "$@" >/dev/null || die "apt-get install $* failed"
+}
+
+install_listed_packages() {
+	local p missing=()
+	for p in $(list_entries "$TOP/scripts/packages.list"); do
+		is_installed "$p" || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
+}
+
+installed_version() {
+	dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true
+}
+
+install_linux_source() {
+	local pin have newest
+	pin=$(pinned_linux_version)
+	have=$(installed_version linux-source-6.12)
+	[ "$have" = "$pin" ] && return 0
+	is_known "linux-source-6.12=$pin" || apt_update_once
+	if is_known "linux-source-6.12=$pin"; then
+		apt_install "linux-source-6.12=$pin"
+		return 0
+	fi
+	newest=$(apt-cache madison linux-source-6.12 2>/dev/null | awk -F'|' 'NR==1{gsub(/ /,"",$2); print $2}')
+	[ -n "$newest" ] || die "the package archive has no linux-source-6.12"
+	warn_loud "linux-source-6.12 $pin (the version the series is made for) is not in the archive; using $newest. The series may not apply."
+	[ "$have" = "$newest" ] || apt_install "linux-source-6.12=$newest"
+}
+
+main() {
+	[ "$(id -u)" = 0 ] || die "installing packages needs root (apt-get); run as root or install scripts/packages.list by hand"
+	need_cmd apt-get dpkg-query apt-cache
+	install_listed_packages
+	install_linux_source
+	log "all host packages present (linux-source-6.12 $(installed_version linux-source-6.12))"
+}
+
+main "$@"

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# harness-selftest.sh BZIMAGE - prove that the verdict logic of
+# 'make qemu-test' can fail: boot the kernel once per case of
+# scripts/harness-selftest.list (a failing test, an incomplete plan, a
+# WARNING, a panic, a hang, a guest that never sends its verdict, and one
+# good run that must pass) and check what verdict.sh reports for each.
+# Logs: build/results/selftest/CASE/.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+DIR=$RESULTS/selftest
+HANG_TIMEOUT=${SELFTEST_HANG_TIMEOUT:-90}
+
+# run_case NAME TEST FAULT EXPECT: 0 when the verdict is as expected.
+run_case() {
+	local name=$1 test=$2 fault=$3 expect=$4 dir=$DIR/$1 timeout=900 report rc=0
+	[ "$fault" = none ] && fault=
+	[ "$fault" = hang ] && timeout=$HANG_TIMEOUT
+	mkdir -p "$DIR"
+	printf '%s\tselftest\t120\n' "$test" >"$DIR/$name.list"
+	"$TOP/scripts/run-qemu.sh" --kernel "$KERNEL" \
+		--initrd "$BUILD/initramfs/initramfs.cpio" --results "$dir" \
+		--fs ext4 --tests-list "$DIR/$name.list" --selftest "$fault" \
+		--timeout "$timeout" >"$DIR/$name.run.log" 2>&1 ||
+		die "$name: could not run QEMU (see $DIR/$name.run.log)"
+	report=$("$TOP/scripts/verdict.sh" "$dir" ext4 1 2>&1) || rc=$?
+	printf '%s\n' "$report" >"$DIR/$name.verdict"
+	if [ "$expect" = pass ]; then
+		[ $rc = 0 ] && { echo "ok: $name: passed"; return 0; }
+		echo "FAILED: $name: a good run was judged a failure:"
+	else
+		if [ $rc != 0 ] && grep -qE "$expect" <<<"$report"; then
+			echo "ok: $name: reported: $(grep -m1 '^FAIL:' <<<"$report")"
+			return 0
+		fi
+		echo "FAILED: $name: expected a failure matching '$expect', got:"
+	fi
+	printf '%s\n' "$report" | sed 's/^/    /'
+	return 1
+}
+
+main() {
+	[ $# -eq 1 ] || die "usage: harness-selftest.sh BZIMAGE"
+	KERNEL=$1
+	need_file "$KERNEL" "run 'make kernel' first"
+	local name test fault expect passed=0 failed=0
+	rm -rf "$DIR"
+	while read -r name test fault expect; do
+		[ "$name" = case ] && continue
+		if run_case "$name" "$test" "$fault" "$expect"; then
+			passed=$((passed + 1))
+		else
+			failed=$((failed + 1))
+		fi
+	done < <(list_entries "$TOP/scripts/harness-selftest.list")
+	echo "$passed passed, $failed failed"
+	[ $failed = 0 ]
+}
+
+main "$@"

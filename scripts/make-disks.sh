@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# make-disks.sh DIR [FS...] - create and format fresh disk images DIR/FS.img
+# for the filesystems of scripts/disks.list (all, or the ones named), on
+# image files only. Prints the QEMU arguments that attach them as NVMe disks
+# with serial FS.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+disk_line() {
+	list_entries "$TOP/scripts/disks.list" | awk -v fs="$1" '$1 == fs'
+}
+
+make_disk() {
+	local dir=$1 fs=$2 line size mkfs img
+	line=$(disk_line "$fs")
+	[ -n "$line" ] || die "no disk '$fs' in scripts/disks.list"
+	size=$(echo "$line" | awk '{print $2}')
+	mkfs=$(echo "$line" | awk '{$1 = $2 = ""; sub(/^ +/, ""); print}')
+	need_cmd "${mkfs%% *}"
+	img=$dir/$fs.img
+	rm -f "$img"
+	truncate -s "$size" "$img"
+	# shellcheck disable=SC2086
+	$mkfs "$img" >"$dir/$fs.mkfs.log" 2>&1 ||
+		{ cat "$dir/$fs.mkfs.log" >&2; die "$mkfs $img failed"; }
+	printf -- '-drive file=%s,if=none,id=%s,format=raw,cache=unsafe -device nvme,serial=%s,drive=%s\n' \
+		"$img" "$fs" "$fs" "$fs"
+}
+
+main() {
+	[ $# -ge 1 ] || die "usage: make-disks.sh DIR [FS...]"
+	local dir=$1 fs
+	shift
+	[ $# -gt 0 ] || set -- $(list_entries "$TOP/scripts/disks.list" | awk '{print $1}')
+	mkdir -p "$dir"
+	for fs in "$@"; do
+		make_disk "$dir" "$fs"
+	done
+}
+
+main "$@"

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# run-qemu.sh - boot a kernel with the test initramfs and fresh NVMe disks,
+# and collect what the guest says, under --results DIR:
+#   console.log  the full serial console (kernel log and /init output)
+#   channel.log  what the guest wrote on purpose to the results port
+#   FS.tap       each filesystem's TAP, cut out of channel.log
+#   qemu.status  QEMU's exit status (124: killed by the timeout)
+#   nonce        the token the guest must echo for its lines to count
+# It reaches no verdict itself: see verdict.sh.
+#
+# Options: --kernel BZIMAGE --initrd CPIO --results DIR (required)
+#   --mode test|shell|cmd|probe   (test)     --cmd 'SHELL COMMAND' (mode cmd)
+#   --fs 'ext4 xfs btrfs'|none    disks      --tests-list FILE  tests to run
+#   --selftest CASE   harness self-test fault (panic, hang, noverdict)
+#   --timeout SECS (1800)  --mem SIZE (2G)  --smp N (2)  --accel auto|tcg|kvm
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+KERNEL= INITRD= RESULTS_DIR= MODE=test CMD= SELFTEST= TESTS_LIST=
+FILESYSTEMS= TIMEOUT=1800 MEM=2G SMP=2 ACCEL=${ACCEL:-auto}
+KVM_PROBE=$BUILD/kvm-probe
+
+usage() { die "usage: run-qemu.sh --kernel BZIMAGE --initrd CPIO --results DIR [options] (see the header of scripts/run-qemu.sh)"; }
+
+parse_args() {
+	while [ $# -gt 0 ]; do
+		[ $# -ge 2 ] || usage
+		case $1 in
+		--kernel) KERNEL=$2 ;;
+		--initrd) INITRD=$2 ;;
+		--results) RESULTS_DIR=$2 ;;
+		--mode) MODE=$2 ;;
+		--cmd) CMD=$2 ;;
+		--fs) FILESYSTEMS=$2 ;;
+		--tests-list) TESTS_LIST=$2 ;;
+		--selftest) SELFTEST=$2 ;;
+		--timeout) TIMEOUT=$2 ;;
+		--mem) MEM=$2 ;;
+		--smp) SMP=$2 ;;
+		--accel) ACCEL=$2 ;;
+		*) usage ;;
+		esac
+		shift 2
+	done
+	[ -n "$KERNEL" ] && [ -n "$INITRD" ] && [ -n "$RESULTS_DIR" ] || usage
+	need_file "$KERNEL" "build the kernel first ('make kernel')"
+	need_file "$INITRD" "build the initramfs first ('make initramfs')"
+	case $MODE in test|shell|probe) ;; cmd) [ -n "$CMD" ] || die "--mode cmd needs --cmd" ;;
+	*) die "unknown --mode '$MODE' (test, shell, cmd or probe)" ;; esac
+	case $ACCEL in auto|tcg|kvm) ;; *) die "unknown --accel '$ACCEL' (auto, tcg or kvm)" ;; esac
+	[[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout takes seconds, not '$TIMEOUT'"
+	[[ $SMP =~ ^[0-9]+$ ]] || die "--smp takes a number of CPUs, not '$SMP'"
+	[[ $MEM =~ ^[0-9]+[MG]$ ]] || die "--mem takes a size like 512M or 2G, not '$MEM'"
+	[ -n "$TESTS_LIST" ] && need_file "$TESTS_LIST" "--tests-list names it"
+	case $FILESYSTEMS in
+	'') FILESYSTEMS=$(list_entries "$TOP/scripts/disks.list" | awk '{print $1}' | paste -s -d ' ') ;;
+	none) FILESYSTEMS= ;;
+	esac
+}
+
+# The per-run part of the initramfs: run.conf (and the command), appended to
+# the base archive; the kernel unpacks both.
+make_run_initrd() {
+	local dir=$RESULTS_DIR/run-cpio supported
+	supported=$(list_entries "$TOP/tests/supported-fs.list" | paste -s -d ' ')
+	mkdir -p "$dir"
+	cat >"$dir/run.conf" <<-CONF
+	mode=$MODE
+	nonce=$NONCE
+	selftest=$SELFTEST
+	filesystems="$FILESYSTEMS"
+	supported_fs="$supported"
+	CONF
+	printf '%s\n' "$CMD" >"$dir/cmd"
+	{
+		echo "file /etc/uncached/run.conf $dir/run.conf 644 0 0"
+		echo "file /etc/uncached/cmd $dir/cmd 644 0 0"
+		[ -z "$TESTS_LIST" ] || echo "file /etc/uncached/tests.list $TESTS_LIST 644 0 0"
+	} >"$dir/list"
+	"$BUILD/initramfs/gen_init_cpio" "$dir/list" >"$dir/run.cpio"
+	cat "$INITRD" "$dir/run.cpio" >"$RESULTS_DIR/initrd.cpio"
+}
+
+kvm_usable() {
+	[ -r /dev/kvm ] && [ -w /dev/kvm ]
+}
+
+# KVM only when a quick boot proved it works on this host (nested KVM
+# here aborts or hangs); the answer is cached per host kernel and QEMU.
+pick_accel() {
+	local key
+	[ "$ACCEL" = auto ] || { echo "$ACCEL"; return; }
+	kvm_usable || { echo tcg; return; }
+	key="$(uname -r) $(qemu-system-x86_64 --version | head -n 1)"
+	if [ ! -f "$KVM_PROBE" ] || [ "$(sed -n 2p "$KVM_PROBE")" != "$key" ]; then
+		log "probing whether KVM boots this guest (20 s at most)"
+		if "$0" --kernel "$KERNEL" --initrd "$INITRD" --results "$BUILD/kvm-probe.d" \
+			--mode probe --fs none --accel kvm --timeout 20 >/dev/null 2>&1 &&
+			grep -q "^uncached-done nonce=$(cat "$BUILD/kvm-probe.d/nonce")" \
+				"$BUILD/kvm-probe.d/channel.log" 2>/dev/null; then
+			printf 'kvm\n%s\n' "$key" >"$KVM_PROBE"
+		else
+			printf 'tcg\n%s\n' "$key" >"$KVM_PROBE"
+			log "KVM does not boot the guest here; using TCG"
+		fi
+	fi
+	head -n 1 "$KVM_PROBE"
+}
+
+accel_args() {
+	case $1 in
+	kvm) echo "-accel kvm -cpu host" ;;
+	*) echo "-accel tcg -cpu max" ;;
+	esac
+}
+
+console_args() {
+	case $MODE in
+	shell|cmd) echo "-chardev stdio,id=con,signal=off,logfile=$RESULTS_DIR/console.log -serial chardev:con" ;;
+	*) echo "-chardev file,id=con,path=$RESULTS_DIR/console.log -serial chardev:con" ;;
+	esac
+}
+
+split_tap() {
+	awk -v dir="$RESULTS_DIR" '
+		/^uncached-tap-begin / { out = dir "/" $2 ".tap"; printf "" > out; next }
+		/^uncached-tap-end / { close(out); out = ""; next }
+		out != "" { print > out }' "$RESULTS_DIR/channel.log"
+}
+
+main() {
+	local accel disks status=0
+	parse_args "$@"
+	need_cmd qemu-system-x86_64 timeout
+	rm -rf "$RESULTS_DIR"
+	mkdir -p "$RESULTS_DIR"
+	NONCE=$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
+	echo "$NONCE" >"$RESULTS_DIR/nonce"
+	make_run_initrd
+	disks=
+	# shellcheck disable=SC2086
+	[ -z "$FILESYSTEMS" ] || disks=$("$TOP/scripts/make-disks.sh" "$RESULTS_DIR/disks" $FILESYSTEMS)
+	accel=$(pick_accel)
+	: >"$RESULTS_DIR/channel.log"
+	# shellcheck disable=SC2046,SC2086
+	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
+		-nodefaults -nographic -no-reboot $(accel_args "$accel") \
+		-smp "$SMP" -m "$MEM" \
+		-kernel "$KERNEL" -initrd "$RESULTS_DIR/initrd.cpio" \
+		-append "console=ttyS0 panic=-1 printk.devkmsg=on" \
+		$(console_args) \
+		-device virtio-serial-pci \
+		-chardev file,id=results,path="$RESULTS_DIR/channel.log" \
+		-device virtserialport,chardev=results,name=uncached.results \
+		$disks || status=$?
+	echo "$status" >"$RESULTS_DIR/qemu.status"
+	echo "$accel" >"$RESULTS_DIR/accel"
+	split_tap
+	[ "$status" != 124 ] || log "QEMU killed after the ${TIMEOUT}s timeout"
+	return 0
+}
+
+main "$@"

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# verdict.sh DIR FS-LIST NTESTS - judge a test run collected by run-qemu.sh.
+# The run passes only if all of these hold:
+#   - the guest sent "uncached-done nonce=<this run's nonce>" on the results
+#     port after all tests (a panic, a hang or an early exit never does);
+#   - QEMU was not killed by the timeout;
+#   - every filesystem of FS-LIST has a TAP file with the plan 1..NTESTS and
+#     NTESTS results, none of them "not ok";
+#   - the console log holds no kernel splat (initramfs/splat-patterns);
+#   - at least one case passed.
+# Prints a summary per filesystem, each failure with its reason, and last
+# one line "N passed, N failed, N skipped" counting the tests' own cases
+# (a test that failed without a failing case of its own counts once).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+FAILURES=()
+fail() { FAILURES+=("$*"); }
+
+check_guest_verdict() {
+	local dir=$1 nonce status
+	nonce=$(cat "$dir/nonce")
+	status=$(cat "$dir/qemu.status" 2>/dev/null || echo missing)
+	[ "$status" != 124 ] || fail "timeout: QEMU was killed after the run's time limit (a hang?)"
+	if ! grep -qx "uncached-done nonce=$nonce" "$dir/channel.log" 2>/dev/null; then
+		if grep -q 'Kernel panic' "$dir/console.log" 2>/dev/null; then
+			fail "no verdict from the guest: the kernel panicked ($(grep -m1 'Kernel panic' "$dir/console.log" | sed 's/^\[[^]]*\] //'))"
+		else
+			fail "no verdict from the guest: it never reported that all tests ran (QEMU status $status)"
+		fi
+	fi
+}
+
+check_splats() {
+	local console=$1 re lines
+	re=$(list_entries "$TOP/initramfs/splat-patterns" | paste -s -d '|')
+	lines=$(grep -E "$re" "$console" 2>/dev/null | grep -v 'uncached-test:' | head -n 5 || true)
+	[ -z "$lines" ] || fail "kernel splat in the console log: $(echo "$lines" | head -n 1 | sed 's/^\[[^]]*\] //')"
+}
+
+# tap_counts FILE: "plan results notok leaf_pass leaf_fail leaf_skip extra_fail"
+tap_counts() {
+	awk '
+		/^1\.\.[0-9]+/ { plan = substr($1, 4) + 0 }
+		/^(not )?ok [0-9]+/ {
+			results++
+			if ($1 == "not") { notok++; if (!leaf_fail_in_test) extra++ }
+			else if (/# SKIP/ && !leaves_in_test) skip++
+			leaves_in_test = 0; leaf_fail_in_test = 0
+		}
+		/^    (not )?ok [0-9]+/ {
+			leaves_in_test++
+			if ($1 == "not") { lfail++; leaf_fail_in_test = 1 }
+			else if (/# SKIP/) skip++
+			else lpass++
+		}
+		END { printf "%d %d %d %d %d %d %d\n", plan, results, notok, lpass, lfail, skip, extra }
+	' "$1"
+}
+
+main() {
+	[ $# -eq 3 ] || die "usage: verdict.sh RESULTS-DIR 'FS...' NTESTS"
+	local dir=$1 fslist=$2 ntests=$3 fs tap plan results notok lpass lfail skip extra
+	local passed=0 failed=0 skipped=0
+	need_file "$dir/nonce" "not a run-qemu.sh results directory"
+	check_guest_verdict "$dir"
+	check_splats "$dir/console.log"
+	for fs in $fslist; do
+		tap=$dir/$fs.tap
+		if [ ! -s "$tap" ]; then
+			fail "$fs: no TAP results"
+			failed=$((failed + 1))
+			continue
+		fi
+		read -r plan results notok lpass lfail skip extra < <(tap_counts "$tap")
+		echo "$fs: $results/$ntests tests, cases: $lpass passed, $lfail failed, $skip skipped" >&2
+		[ "$plan" = "$ntests" ] || fail "$fs: TAP plan is 1..$plan, expected 1..$ntests"
+		[ "$results" = "$plan" ] || fail "$fs: incomplete TAP: $results of $plan results"
+		[ "$notok" = 0 ] || fail "$fs: $notok test(s) failed: $(grep -E '^not ok' "$tap" | head -n 3 | paste -s -d ';' || true)"
+		passed=$((passed + lpass))
+		failed=$((failed + lfail + extra))
+		skipped=$((skipped + skip))
+	done
+	[ "$passed" -gt 0 ] || fail "no test case passed"
+	if [ ${#FAILURES[@]} -gt 0 ]; then
+		[ "$failed" -gt 0 ] || failed=${#FAILURES[@]}
+		printf 'FAIL: %s\n' "${FAILURES[@]}" >&2
+		echo "see $dir/console.log and $dir/*.tap" >&2
+	fi
+	echo "$passed passed, $failed failed, $skipped skipped"
+	[ ${#FAILURES[@]} -eq 0 ]
+}
+
+main "$@"

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the guest tests: the file under test, data patterns,
+ * dropping caches and cachestat(). RWF_* come from the kernel's own UAPI
+ * header (make headers_install of the tree under test), never from here.
+ */
+#ifndef UNCACHED_UTIL_H
+#define UNCACHED_UTIL_H
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* glibc's copies of the RWF_* values give way to the kernel's header. */
+#undef RWF_HIPRI
+#undef RWF_DSYNC
+#undef RWF_SYNC
+#undef RWF_NOWAIT
+#undef RWF_APPEND
+#undef RWF_NOAPPEND
+#undef RWF_ATOMIC
+#include <linux/fs.h>
+#include <linux/mman.h>
+
+#include "tap.h"
+
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
+
+/* The mount point under test (argv[1]) and its filesystem's name. */
+static const char *test_dir;
+static const char *test_fs;
+
+static inline void test_init(int argc, char **argv)
+{
+	const char *slash;
+
+	if (argc != 2 || argv[1][0] != '/') {
+		fprintf(stderr, "usage: %s MOUNT-POINT (an absolute path)\n",
+			argv[0]);
+		exit(2);
+	}
+	test_dir = argv[1];
+	slash = strrchr(test_dir, '/');
+	test_fs = getenv("UNCACHED_FS");
+	if (!test_fs || !*test_fs)
+		test_fs = slash[1] ? slash + 1 : test_dir;
+}
+
+/* Path of a scratch file for this test in the directory under test. */
+static inline const char *test_path(const char *name)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%s.%d", test_dir, name, getpid());
+	return path;
+}
+
+/* Byte @off of the pattern used for file data: never all zeroes. */
+static inline unsigned char pattern_byte(uint64_t off, unsigned int seed)
+{
+	uint64_t x = off * 0x9e3779b97f4a7c15ULL + seed;
+
+	x ^= x >> 29;
+	return (unsigned char)(x | 1);
+}
+
+static inline void fill_pattern(void *buf, size_t len, uint64_t off,
+				unsigned int seed)
+{
+	unsigned char *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = pattern_byte(off + i, seed);
+}
+
+/* Returns the index of the first bad byte, or -1 when all match. */
+static inline long check_pattern(const void *buf, size_t len, uint64_t off,
+				 unsigned int seed)
+{
+	const unsigned char *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != pattern_byte(off + i, seed))
+			return (long)i;
+	return -1;
+}
+
+static inline void *xmalloc(size_t len)
+{
+	void *p = malloc(len);
+
+	if (!p)
+		tap_bail("out of memory (%zu bytes)", len);
+	return p;
+}
+
+/* Write @len pattern bytes at @off with plain pwrite(); bail on error. */
+static inline void write_pattern(int fd, size_t len, uint64_t off,
+				 unsigned int seed)
+{
+	char *buf = xmalloc(len);
+	ssize_t ret;
+
+	fill_pattern(buf, len, off, seed);
+	ret = pwrite(fd, buf, len, off);
+	if (ret != (ssize_t)len)
+		tap_bail("pwrite %zu at %llu: %zd (%s)", len,
+			 (unsigned long long)off, ret, strerror(errno));
+	free(buf);
+}
+
+/* Read back [off, off + len) and compare it with the pattern. */
+static inline bool verify_pattern(int fd, size_t len, uint64_t off,
+				  unsigned int seed)
+{
+	char *buf = xmalloc(len);
+	ssize_t ret = pread(fd, buf, len, off);
+	long bad = -1;
+
+	if (ret == (ssize_t)len)
+		bad = check_pattern(buf, len, off, seed);
+	else
+		tap_diag("pread %zu at %llu: %zd (%s)", len,
+			 (unsigned long long)off, ret, strerror(errno));
+	if (bad >= 0)
+		tap_diag("data mismatch at offset %llu",
+			 (unsigned long long)off + bad);
+	free(buf);
+	return ret == (ssize_t)len && bad < 0;
+}
+
+/* Write back everything and drop clean page cache, dentries and inodes. */
+static inline void drop_caches(void)
+{
+	int fd;
+
+	sync();
+	fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+	if (fd < 0 || write(fd, "3\n", 2) != 2)
+		tap_bail("drop_caches: %s", strerror(errno));
+	close(fd);
+}
+
+/* cachestat() of [off, off + len) of @fd; bails when it fails. */
+static inline struct cachestat file_cachestat(int fd, uint64_t off,
+					      uint64_t len)
+{
+	struct cachestat_range range = { .off = off, .len = len };
+	struct cachestat cs;
+
+	if (syscall(__NR_cachestat, fd, &range, &cs, 0))
+		tap_bail("cachestat: %s", strerror(errno));
+	return cs;
+}
+
+static inline int xopen(const char *path, int flags)
+{
+	int fd = open(path, flags, 0644);
+
+	if (fd < 0)
+		tap_bail("open %s: %s", path, strerror(errno));
+	return fd;
+}
+
+#endif /* UNCACHED_UTIL_H */
