@@ -166,6 +166,43 @@ static inline struct cachestat file_cachestat(int fd, uint64_t off,
 	return cs;
 }
 
+/*
+ * Poll cachestat() of the range until no page of it is dirty or under
+ * writeback and (if @want_cached >= 0) nr_cache reaches @want_cached, for
+ * at most @max_ms milliseconds: the drop of uncached folios runs when their
+ * writeback completes, possibly in a workqueue after fsync() returned.
+ * Returns the last cachestat seen. Not a timing assertion: the caller
+ * checks the state, the bound only keeps a broken kernel from hanging us.
+ */
+static inline struct cachestat wait_range_settled(int fd, uint64_t off,
+						  uint64_t len,
+						  long long want_cached,
+						  int max_ms)
+{
+	struct cachestat cs;
+	int waited = 0;
+
+	for (;;) {
+		cs = file_cachestat(fd, off, len);
+		if (!cs.nr_dirty && !cs.nr_writeback &&
+		    (want_cached < 0 || cs.nr_cache == (uint64_t)want_cached))
+			return cs;
+		if (waited >= max_ms)
+			return cs;
+		usleep(10000);
+		waited += 10;
+	}
+}
+
+static inline void diag_cachestat(const char *what, struct cachestat cs)
+{
+	tap_diag("%s: nr_cache %llu nr_dirty %llu nr_writeback %llu nr_evicted %llu",
+		 what, (unsigned long long)cs.nr_cache,
+		 (unsigned long long)cs.nr_dirty,
+		 (unsigned long long)cs.nr_writeback,
+		 (unsigned long long)cs.nr_evicted);
+}
+
 static inline int xopen(const char *path, int flags)
 {
 	int fd = open(path, flags, 0644);

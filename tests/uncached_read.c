@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * RWF_UNCACHED reads: the data is right, the folios the read instantiated
+ * are gone afterwards, folios that were cached before stay cached.
+ * Asserts on cachestat() of the file's byte range.
+ */
+#include "uncached_io.h"
+
+#define FILE_LEN	(64ULL << 20)	/* the 64 MiB read of the closing note */
+#define BS		(64 << 10)
+
+static void cold_read(const char *path)
+{
+	int fd = make_cold_file(path, FILE_LEN, 1);
+	struct cachestat cs;
+
+	diag_cachestat("cold 64 MiB file before the uncached read",
+		       file_cachestat(fd, 0, FILE_LEN));
+	tap_result(read_range_flags(fd, 0, FILE_LEN, BS, RWF_UNCACHED, 1),
+		   "uncached read of a cold file returns the right data");
+	cs = file_cachestat(fd, 0, FILE_LEN);
+	diag_cachestat("after the uncached read", cs);
+	tap_result(cs.nr_cache == 0,
+		   "no page of the cold file is cached after the read (%llu)",
+		   (unsigned long long)cs.nr_cache);
+	close(fd);
+}
+
+static void warm_read(const char *path)
+{
+	int fd = make_cold_file(path, FILE_LEN, 2);
+	uint64_t npages = pages_of(FILE_LEN);
+	struct cachestat cs;
+
+	if (!read_range_flags(fd, 0, FILE_LEN, BS, 0, 2))
+		tap_bail("buffered read of %s failed", path);
+	cs = file_cachestat(fd, 0, FILE_LEN);
+	diag_cachestat("warm file before the uncached read", cs);
+	tap_result(cs.nr_cache == npages, "a buffered read caches the whole file");
+	tap_result(read_range_flags(fd, 0, FILE_LEN, BS, RWF_UNCACHED, 2),
+		   "uncached read of a cached file returns the right data");
+	cs = file_cachestat(fd, 0, FILE_LEN);
+	diag_cachestat("after the uncached read", cs);
+	tap_result(cs.nr_cache == npages,
+		   "every page of the cached file stays cached (%llu of %llu)",
+		   (unsigned long long)cs.nr_cache,
+		   (unsigned long long)npages);
+	close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	const char *path;
+
+	test_init(argc, argv);
+	path = test_path("uncached-read");
+	tap_plan(5);
+	cold_read(path);
+	warm_read(path);
+	unlink(path);
+	return tap_finish();
+}
