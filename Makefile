@@ -49,7 +49,7 @@ check-series: source
 	@scripts/check-series.sh
 
 clean:
-	rm -rf build/results build/initramfs build/headers build/disks
+	rm -rf build/results build/initramfs build/headers build/check
 
 distclean:
 	rm -rf build
