@@ -14,6 +14,10 @@
 
 #define PAGE_SZ 4096ULL
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
+
 static inline uint64_t pages_of(uint64_t len)
 {
 	return (len + PAGE_SZ - 1) / PAGE_SZ;
@@ -85,6 +89,20 @@ static inline bool write_range_flags(int fd, uint64_t off, uint64_t len,
 	return ok;
 }
 
+/*
+ * Write back and evict the page cache of [0, len) of @fd (pages mapped by
+ * someone stay); drop_caches when fadvise left clean pages behind.
+ */
+static inline void evict_file(int fd, uint64_t len)
+{
+	if (fsync(fd))
+		tap_bail("fsync: %s", strerror(errno));
+	if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
+		tap_bail("fadvise: %s", strerror(errno));
+	if (file_cachestat(fd, 0, len).nr_cache)
+		drop_caches();
+}
+
 /* A file of @len pattern bytes, on disk and not in the page cache. */
 static inline int make_cold_file(const char *path, uint64_t len,
 				 unsigned int seed)
@@ -93,13 +111,127 @@ static inline int make_cold_file(const char *path, uint64_t len,
 
 	if (!write_range_flags(fd, 0, len, 1 << 20, 0, seed))
 		tap_bail("cannot create %s", path);
-	if (fsync(fd))
-		tap_bail("fsync %s: %s", path, strerror(errno));
-	if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
-		tap_bail("fadvise %s: %s", path, strerror(errno));
-	if (file_cachestat(fd, 0, len).nr_cache)
-		drop_caches();
+	evict_file(fd, len);
 	return fd;
+}
+
+/* Pages of [off, off + len) of @fd in the page cache. */
+static inline uint64_t nr_cached(int fd, uint64_t off, uint64_t len)
+{
+	return file_cachestat(fd, off, len).nr_cache;
+}
+
+/* Say which pages of [off, off + len) are cached (the first 32 runs). */
+static inline void diag_cached_pages(int fd, uint64_t off, uint64_t len)
+{
+	uint64_t first = off / PAGE_SZ, end = pages_of(off + len), pg, start;
+	int runs = 0;
+
+	for (pg = first; pg < end && runs < 32; pg++) {
+		if (!nr_cached(fd, pg * PAGE_SZ, PAGE_SZ))
+			continue;
+		for (start = pg; pg + 1 < end &&
+		     nr_cached(fd, (pg + 1) * PAGE_SZ, PAGE_SZ); pg++)
+			;
+		tap_diag("  cached: pages %llu-%llu",
+			 (unsigned long long)start, (unsigned long long)pg);
+		runs++;
+	}
+}
+
+/*
+ * One case: cachestat() of exactly [off, off + len) finds @want pages
+ * cached, right now (no waiting).
+ */
+static inline bool expect_cached(int fd, uint64_t off, uint64_t len,
+				 uint64_t want, const char *what)
+{
+	struct cachestat cs = file_cachestat(fd, off, len);
+
+	diag_cachestat(what, cs);
+	if (cs.nr_cache != want)
+		diag_cached_pages(fd, off, len);
+	return tap_result(cs.nr_cache == want,
+			  "%s: %llu pages of [%llu, +%llu) cached (want %llu)",
+			  what, (unsigned long long)cs.nr_cache,
+			  (unsigned long long)off, (unsigned long long)len,
+			  (unsigned long long)want);
+}
+
+/* Bound for the drop of written folios after fsync (see wait_range_settled). */
+#define UNCACHED_SETTLE_MS	20000
+
+/*
+ * One case: after fsync(), once writeback of [off, off + len) completed
+ * (polled for at most UNCACHED_SETTLE_MS), @want pages of it stay cached.
+ */
+static inline bool expect_settled(int fd, uint64_t off, uint64_t len,
+				  uint64_t want, const char *what)
+{
+	struct cachestat cs;
+
+	if (fsync(fd))
+		tap_diag("%s: fsync: %s", what, strerror(errno));
+	cs = wait_range_settled(fd, off, len, want, UNCACHED_SETTLE_MS);
+	diag_cachestat(what, cs);
+	if (cs.nr_cache != want)
+		diag_cached_pages(fd, off, len);
+	return tap_result(cs.nr_cache == want && !cs.nr_dirty &&
+			  !cs.nr_writeback,
+			  "%s: %llu pages of [%llu, +%llu) cached after writeback (want %llu)",
+			  what, (unsigned long long)cs.nr_cache,
+			  (unsigned long long)off, (unsigned long long)len,
+			  (unsigned long long)want);
+}
+
+/* A byte range of an expected file: pattern @seed, or zeroes if @seed is 0. */
+struct file_extent {
+	uint64_t off;
+	uint64_t len;
+	unsigned int seed;
+};
+
+/*
+ * After drop_caches, does the file read back from disk as @ext (@n
+ * extents) with size @size?
+ */
+static inline bool file_matches_extents(int fd, const struct file_extent *ext,
+					int n, uint64_t size)
+{
+	struct stat st;
+	bool ok = true;
+	uint64_t i;
+	int e;
+
+	drop_caches();
+	if (fstat(fd, &st) || (uint64_t)st.st_size != size) {
+		tap_diag("size %lld, want %llu", (long long)st.st_size,
+			 (unsigned long long)size);
+		ok = false;
+	}
+	for (e = 0; e < n; e++) {
+		unsigned char *buf;
+
+		if (ext[e].seed) {
+			ok &= read_range_flags(fd, ext[e].off, ext[e].len,
+					       1 << 20, 0, ext[e].seed);
+			continue;
+		}
+		buf = xmalloc(ext[e].len);
+		if (pread(fd, buf, ext[e].len, ext[e].off) != (ssize_t)ext[e].len)
+			buf[0] = 1;
+		for (i = 0; i < ext[e].len && !buf[i]; i++)
+			;
+		if (i < ext[e].len) {
+			tap_diag("hole [%llu, +%llu) is not zeroes at %llu",
+				 (unsigned long long)ext[e].off,
+				 (unsigned long long)ext[e].len,
+				 (unsigned long long)(ext[e].off + i));
+			ok = false;
+		}
+		free(buf);
+	}
+	return ok;
 }
 
 #endif /* UNCACHED_IO_H */

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * RWF_UNCACHED combined with other flags and on other files:
+ * RWF_NOWAIT reads and writes, RWF_DSYNC writes (durable and dropped when
+ * the call returns), O_DIRECT (the flag is accepted and ignored), an
+ * unknown flag bit, files whose filesystem does not support it (tmpfs,
+ * procfs, pipes, sockets) and fds not open for the direction.
+ */
+#include "uncached_io.h"
+
+#include <sys/socket.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <linux/magic.h>
+
+#define LEN		(1ULL << 20)
+#define BS		(64 << 10)
+#define MAX_RACES	1000
+
+/* One preadv2()/pwritev2() of @len bytes of pattern @seed at @off. */
+static ssize_t rw_once(int fd, bool write, void *buf, size_t len, off_t off,
+		       int flags, unsigned int seed)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	fill_pattern(buf, len, off < 0 ? 0 : off, write ? seed : seed + 1);
+	if (write)
+		return pwritev2(fd, &iov, 1, off, flags);
+	return preadv2(fd, &iov, 1, off, flags);
+}
+
+/* One case: the call fails with @want_errno. */
+static void expect_errno(int fd, bool write, off_t off, int flags,
+			 int want_errno, const char *what)
+{
+	char buf[4096];
+	ssize_t ret = rw_once(fd, write, buf, sizeof(buf), off, flags, 7);
+	int err = errno;
+
+	tap_result(ret < 0 && err == want_errno,
+		   "%s %s: %s (got %zd, %s)", write ? "write" : "read", what,
+		   strerror(want_errno), ret, ret < 0 ? strerror(err) : "no error");
+}
+
+static void nowait_read(const char *path, bool warm)
+{
+	const char *what = warm ? "NOWAIT read of cached data" :
+				  "NOWAIT read of cold data";
+	int fd = make_cold_file(path, LEN, 71);
+	char *buf = xmalloc(LEN);
+	ssize_t ret;
+
+	if (warm && !read_range_flags(fd, 0, LEN, BS, 0, 71))
+		tap_bail("buffered read failed");
+	ret = rw_once(fd, false, buf, LEN, 0, RWF_UNCACHED | RWF_NOWAIT, 71);
+	if (ret < 0 && errno == EAGAIN)
+		tap_diag("%s: EAGAIN", what);
+	else if (ret >= 0 && ret < (ssize_t)LEN)
+		tap_diag("%s: short read of %zd bytes", what, ret);
+	tap_result((ret < 0 && errno == EAGAIN) ||
+		   (ret > 0 && check_pattern(buf, ret, 0, 71) < 0),
+		   "%s: data right or EAGAIN (got %zd)", what, ret);
+	if (warm)
+		expect_cached(fd, 0, LEN, pages_of(LEN), what);
+	else
+		diag_cachestat(what, file_cachestat(fd, 0, LEN));
+	free(buf);
+	close(fd);
+}
+
+/*
+ * One RWF_UNCACHED|RWF_NOWAIT write of BS bytes at @off. A NOWAIT write
+ * fails with EAGAIN when it would have to update the file's timestamps,
+ * so futimens() makes them current right before it; an EAGAIN is retried
+ * only when the clock the kernel stamps files with (CLOCK_REALTIME_COARSE)
+ * ticked between futimens() and the return of the write, i.e. when the
+ * timestamps may have been stale. *@races counts those retries.
+ */
+static ssize_t nowait_write_once(int fd, char *buf, uint64_t off, int *races)
+{
+	struct timespec t0, t1;
+	ssize_t ret;
+	int err;
+
+	for (;;) {
+		clock_gettime(CLOCK_REALTIME_COARSE, &t0);
+		if (futimens(fd, NULL))
+			tap_bail("futimens: %s", strerror(errno));
+		ret = rw_once(fd, true, buf, BS, off, RWF_UNCACHED | RWF_NOWAIT, 73);
+		err = errno;
+		clock_gettime(CLOCK_REALTIME_COARSE, &t1);
+		if (ret >= 0 || err != EAGAIN || (t0.tv_sec == t1.tv_sec &&
+		    t0.tv_nsec == t1.tv_nsec) || ++*races > MAX_RACES)
+			break;
+	}
+	errno = err;
+	return ret;
+}
+
+/*
+ * RWF_UNCACHED|RWF_NOWAIT writes of the file in BS pieces. btrfs refuses
+ * NOWAIT writes with EAGAIN unless the inode is NOCOW or has preallocated
+ * extents (btrfs_write_check()), so on btrfs the blocks are preallocated.
+ */
+static void nowait_write(const char *path)
+{
+	int fd = xopen(path, O_RDWR | O_CREAT | O_TRUNC);
+	char *buf = xmalloc(BS);
+	int races = 0, err = 0;
+	struct statfs sfs;
+	uint64_t off;
+	ssize_t ret = 0;
+	bool ext4;
+
+	if (fstatfs(fd, &sfs))
+		tap_bail("fstatfs: %s", strerror(errno));
+	ext4 = sfs.f_type == EXT4_SUPER_MAGIC;
+	if (sfs.f_type == BTRFS_SUPER_MAGIC && fallocate(fd, 0, 0, LEN))
+		tap_bail("fallocate: %s", strerror(errno));
+	write_pattern(fd, LEN, 0, 72);
+	evict_file(fd, LEN);
+	for (off = 0; off < LEN; off += BS) {
+		ret = nowait_write_once(fd, buf, off, &races);
+		err = errno;
+		if (ret != BS)
+			break;
+	}
+	tap_diag("NOWAIT write: %d EAGAIN retried after a clock tick", races);
+	if (ret < 0) {	/* the same without RWF_UNCACHED, for comparison */
+		futimens(fd, NULL);
+		ret = rw_once(fd, true, buf, BS, off, RWF_NOWAIT, 72);
+		tap_diag("plain RWF_NOWAIT write at %llu: %zd (%s)",
+			 (unsigned long long)off, ret,
+			 ret < 0 ? strerror(errno) : "no error");
+	}
+	if (ext4)
+		tap_result(off == LEN || (!off && err == EOPNOTSUPP),
+			   "NOWAIT writes on ext4: succeed or EOPNOTSUPP (%llu bytes written, %s)",
+			   (unsigned long long)off, off < LEN ? strerror(err) : "no error");
+	else
+		tap_result(off == LEN,
+			   "NOWAIT writes on %s: succeed (%llu bytes written, %s)",
+			   test_fs, (unsigned long long)off,
+			   off < LEN ? strerror(err) : "no error");
+	expect_settled(fd, 0, LEN, 0, "NOWAIT write");
+	drop_caches();
+	tap_result(read_range_flags(fd, 0, off, BS, 0, 73) &&
+		   read_range_flags(fd, off, LEN - off, BS, 0, 72),
+		   "NOWAIT write: file right after drop_caches");
+	free(buf);
+	close(fd);
+}
+
+/* DSYNC: durable and dropped when the call returns; no waiting. */
+static void dsync_write(const char *path)
+{
+	int fd = xopen(path, O_RDWR | O_CREAT | O_TRUNC);
+	char *buf = xmalloc(LEN);
+	unsigned int left = 0;
+	uint64_t off;
+	ssize_t ret;
+
+	ret = rw_once(fd, true, buf, LEN, 0, RWF_UNCACHED | RWF_DSYNC, 74);
+	tap_result(ret == (ssize_t)LEN, "DSYNC write of 1 MiB to a new file returns %zd",
+		   ret);
+	expect_cached(fd, 0, LEN, 0, "DSYNC write, right after the call");
+	for (off = 0; off < LEN; off += BS) {	/* overwrite, 64 KiB a call */
+		ret = rw_once(fd, true, buf, BS, off, RWF_UNCACHED | RWF_DSYNC, 75);
+		if (ret != BS || nr_cached(fd, off, BS))
+			left++;
+	}
+	tap_result(!left, "DSYNC overwrites of 64 KiB: each returns 64 KiB with 0 pages cached right after (%u did not)",
+		   left);
+	drop_caches();
+	tap_result(read_range_flags(fd, 0, LEN, BS, 0, 75),
+		   "DSYNC writes: data right after drop_caches");
+	free(buf);
+	close(fd);
+}
+
+static void o_direct(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0644);
+	void *buf;
+
+	if (fd < 0 || posix_memalign(&buf, 4096, LEN))
+		tap_bail("O_DIRECT open or buffer: %s", strerror(errno));
+	tap_result(rw_once(fd, true, buf, LEN, 0, RWF_UNCACHED, 76) == (ssize_t)LEN,
+		   "O_DIRECT: uncached aligned write works");
+	tap_result(rw_once(fd, false, buf, LEN, 0, RWF_UNCACHED, 76) == (ssize_t)LEN &&
+		   check_pattern(buf, LEN, 0, 76) < 0,
+		   "O_DIRECT: uncached aligned read works, data right");
+	diag_cachestat("O_DIRECT", file_cachestat(fd, 0, LEN));
+	free(buf);
+	close(fd);
+}
+
+/* Flags and files the call must refuse. */
+static void refused(const char *path)
+{
+	int unknown = 1, fd, pfd[2], sfd[2];
+	char name[64];
+
+	while (unknown & RWF_SUPPORTED)
+		unknown <<= 1;
+	fd = make_cold_file(path, 4096, 77);
+	snprintf(name, sizeof(name), "RWF_UNCACHED|%#x (not in RWF_SUPPORTED)",
+		 unknown);
+	expect_errno(fd, false, 0, RWF_UNCACHED | unknown, EOPNOTSUPP, name);
+	expect_errno(fd, true, 0, RWF_UNCACHED | unknown, EOPNOTSUPP, name);
+	close(fd);
+
+	fd = xopen("/tmp/uncached-flags", O_RDWR | O_CREAT | O_TRUNC);
+	unlink("/tmp/uncached-flags");
+	write_pattern(fd, 4096, 0, 77);
+	expect_errno(fd, false, 0, RWF_UNCACHED, EOPNOTSUPP, "on tmpfs");
+	expect_errno(fd, true, 0, RWF_UNCACHED, EOPNOTSUPP, "on tmpfs");
+	close(fd);
+
+	fd = xopen("/proc/self/status", O_RDONLY);
+	expect_errno(fd, false, 0, RWF_UNCACHED, EOPNOTSUPP, "of /proc/self/status");
+	close(fd);
+
+	/* data waiting in both, so that an accepted call would not block */
+	if (pipe(pfd) || socketpair(AF_UNIX, SOCK_STREAM, 0, sfd) ||
+	    write(pfd[1], "x", 1) != 1 || write(sfd[1], "x", 1) != 1)
+		tap_bail("pipe or socketpair: %s", strerror(errno));
+	expect_errno(pfd[0], false, -1, RWF_UNCACHED, EOPNOTSUPP, "on a pipe");
+	expect_errno(pfd[1], true, -1, RWF_UNCACHED, EOPNOTSUPP, "on a pipe");
+	expect_errno(sfd[0], false, -1, RWF_UNCACHED, EOPNOTSUPP, "on a socket");
+	expect_errno(sfd[0], true, -1, RWF_UNCACHED, EOPNOTSUPP, "on a socket");
+	close(pfd[0]);
+	close(pfd[1]);
+	close(sfd[0]);
+	close(sfd[1]);
+
+	fd = xopen(path, O_WRONLY);
+	expect_errno(fd, false, 0, RWF_UNCACHED, EBADF, "on a write-only fd");
+	close(fd);
+	fd = xopen(path, O_RDONLY);
+	expect_errno(fd, true, 0, RWF_UNCACHED, EBADF, "on a read-only fd");
+	close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	const char *path;
+
+	test_init(argc, argv);
+	path = test_path("uncached-flags");
+	tap_plan(23);
+	nowait_read(path, true);
+	nowait_read(path, false);
+	nowait_write(path);
+	dsync_write(path);
+	o_direct(path);
+	refused(path);
+	unlink(path);
+	return tap_finish();
+}

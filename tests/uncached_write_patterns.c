@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * RWF_UNCACHED writes into the holes of a sparse file and past EOF: once
+ * writeback completed (fsync, then bounded polling) no page of the file
+ * stays cached, and after drop_caches the file holds the written data,
+ * zeroes in the holes and the right size.
+ */
+#include "uncached_io.h"
+
+#define MIB		(1ULL << 20)
+#define BS		(64 << 10)
+
+static void into_holes(const char *path)
+{
+	const uint64_t size = 8 * MIB;
+	const struct file_extent ext[] = {
+		{ 0, MIB, 0 },
+		{ MIB, MIB, 21 },			/* into a hole */
+		{ 2 * MIB, 3 * MIB + 4096, 0 },
+		{ 5 * MIB + 4096, MIB - 4096, 22 },	/* into a hole */
+		{ 6 * MIB, 2 * MIB, 0 },
+	};
+	int fd = xopen(path, O_RDWR | O_CREAT | O_TRUNC);
+
+	if (ftruncate(fd, size))
+		tap_bail("ftruncate: %s", strerror(errno));
+	tap_result(write_range_flags(fd, ext[1].off, ext[1].len, BS,
+				     RWF_UNCACHED, ext[1].seed) &&
+		   write_range_flags(fd, ext[3].off, ext[3].len, BS,
+				     RWF_UNCACHED, ext[3].seed),
+		   "holes: uncached writes into the holes of a sparse file");
+	expect_settled(fd, 0, size, 0, "holes: whole file");
+	tap_result(file_matches_extents(fd, ext, 5, size),
+		   "holes: data, holes and size right after drop_caches");
+	close(fd);
+}
+
+/*
+ * Past EOF: a write leaving a hole between the old EOF (page aligned; see
+ * uncached_eof_zeroing.c for an unaligned one) and itself, then one
+ * appending an unaligned tail.
+ */
+static void past_eof(const char *path)
+{
+	const struct file_extent ext[] = {
+		{ 0, MIB, 23 },
+		{ MIB, 2 * MIB, 0 },
+		{ 3 * MIB, MIB, 24 },			/* past EOF */
+		{ 4 * MIB, 12345, 25 },			/* at EOF, unaligned */
+	};
+	const uint64_t size = 4 * MIB + 12345;
+	int fd = make_cold_file(path, MIB, 23);
+
+	tap_result(write_range_flags(fd, ext[2].off, ext[2].len, BS,
+				     RWF_UNCACHED, ext[2].seed) &&
+		   write_range_flags(fd, ext[3].off, ext[3].len, BS,
+				     RWF_UNCACHED, ext[3].seed),
+		   "past EOF: uncached writes past EOF and appending at EOF");
+	expect_settled(fd, 0, size, 0, "past EOF: whole file");
+	tap_result(file_matches_extents(fd, ext, 4, size),
+		   "past EOF: data, hole and size right after drop_caches");
+	close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	const char *path;
+
+	test_init(argc, argv);
+	path = test_path("uncached-write-patterns");
+	tap_plan(6);
+	into_holes(path);
+	past_eof(path);
+	unlink(path);
+	return tap_finish();
+}
