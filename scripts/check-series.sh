@@ -37,7 +37,9 @@ series_objects() {
 
 prepare_scratch() {
 	log "scratch tree: $SCRATCH (copy of the pristine tree)"
-	rm -rf "$SCRATCH"
+	# A fresh object tree too: objects left from an earlier run are newer
+	# than the pristine sources and would count as built.
+	rm -rf "$SCRATCH" "$OBJ"
 	mkdir -p "$CHECK" "$OBJ"
 	cp -a "$PRISTINE_SRC" "$SCRATCH"
 	"$TOP/scripts/kernel-config.sh" "$SCRATCH" "$OBJ" test
