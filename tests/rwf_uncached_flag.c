@@ -10,17 +10,6 @@
  */
 #include "util.h"
 
-static ssize_t rw2(int fd, bool write, int flags)
-{
-	char buf[4096];
-	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
-
-	fill_pattern(buf, sizeof(buf), 0, 7);
-	if (write)
-		return pwritev2(fd, &iov, 1, 0, flags);
-	return preadv2(fd, &iov, 1, 0, flags);
-}
-
 static int scratch_file(const char *dir)
 {
 	char path[4096];
@@ -33,25 +22,6 @@ static int scratch_file(const char *dir)
 	return fd;
 }
 
-/* One case: the call returns @want_errno (0: succeeds with 4096 bytes). */
-static void expect(int fd, bool write, int flags, int want_errno,
-		   const char *what)
-{
-	ssize_t ret = rw2(fd, write, flags);
-	int err = ret < 0 ? errno : 0;
-
-	if (!want_errno)
-		tap_result(ret == 4096, "%s %s succeeds (got %zd, %s)",
-			   write ? "pwritev2" : "preadv2", what, ret,
-			   err ? strerror(err) : "no error");
-	else
-		tap_result(ret < 0 && err == want_errno,
-			   "%s %s fails with %s (got %zd, %s)",
-			   write ? "pwritev2" : "preadv2", what,
-			   strerror(want_errno), ret,
-			   err ? strerror(err) : "no error");
-}
-
 #ifndef RWF_UNCACHED
 int main(int argc, char **argv)
 {
@@ -61,8 +31,8 @@ int main(int argc, char **argv)
 	tap_diag("UAPI header has no RWF_UNCACHED: checking 0x80 is unknown");
 	tap_plan(2);
 	fd = scratch_file(test_dir);
-	expect(fd, false, 0x80, EOPNOTSUPP, "flag 0x80");
-	expect(fd, true, 0x80, EOPNOTSUPP, "flag 0x80");
+	expect_rw(fd, false, 0, 0x80, EOPNOTSUPP, "flag 0x80");
+	expect_rw(fd, true, 0, 0x80, EOPNOTSUPP, "flag 0x80");
 	close(fd);
 	return tap_finish();
 }
@@ -96,16 +66,18 @@ int main(int argc, char **argv)
 
 	fd = scratch_file(test_dir);
 	/* EINVAL, not EOPNOTSUPP: the flag passed the known-flags check. */
-	expect(fd, false, RWF_UNCACHED | RWF_APPEND | RWF_NOAPPEND, EINVAL,
+	expect_rw(fd, false, 0, RWF_UNCACHED | RWF_APPEND | RWF_NOAPPEND, EINVAL,
 	       "RWF_UNCACHED|RWF_APPEND|RWF_NOAPPEND (flag known)");
 	snprintf(what, sizeof(what), "RWF_UNCACHED on %s", test_fs);
-	expect(fd, false, RWF_UNCACHED, want, what);
-	expect(fd, true, RWF_UNCACHED, want, what);
+	expect_rw(fd, false, 0, RWF_UNCACHED, want, what);
+	expect_rw(fd, true, 0, RWF_UNCACHED, want, what);
 	close(fd);
 
 	tmpfd = scratch_file("/tmp");
-	expect(tmpfd, false, RWF_UNCACHED, EOPNOTSUPP, "RWF_UNCACHED on tmpfs");
-	expect(tmpfd, true, RWF_UNCACHED, EOPNOTSUPP, "RWF_UNCACHED on tmpfs");
+	expect_rw(tmpfd, false, 0, RWF_UNCACHED, EOPNOTSUPP,
+		  "RWF_UNCACHED on tmpfs");
+	expect_rw(tmpfd, true, 0, RWF_UNCACHED, EOPNOTSUPP,
+		  "RWF_UNCACHED on tmpfs");
 	close(tmpfd);
 	return tap_finish();
 }

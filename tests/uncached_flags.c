@@ -17,31 +17,6 @@
 #define BS		(64 << 10)
 #define MAX_RACES	1000
 
-/* One preadv2()/pwritev2() of @len bytes of pattern @seed at @off. */
-static ssize_t rw_once(int fd, bool write, void *buf, size_t len, off_t off,
-		       int flags, unsigned int seed)
-{
-	struct iovec iov = { .iov_base = buf, .iov_len = len };
-
-	fill_pattern(buf, len, off < 0 ? 0 : off, write ? seed : seed + 1);
-	if (write)
-		return pwritev2(fd, &iov, 1, off, flags);
-	return preadv2(fd, &iov, 1, off, flags);
-}
-
-/* One case: the call fails with @want_errno. */
-static void expect_errno(int fd, bool write, off_t off, int flags,
-			 int want_errno, const char *what)
-{
-	char buf[4096];
-	ssize_t ret = rw_once(fd, write, buf, sizeof(buf), off, flags, 7);
-	int err = errno;
-
-	tap_result(ret < 0 && err == want_errno,
-		   "%s %s: %s (got %zd, %s)", write ? "write" : "read", what,
-		   strerror(want_errno), ret, ret < 0 ? strerror(err) : "no error");
-}
-
 static void nowait_read(const char *path, bool warm)
 {
 	const char *what = warm ? "NOWAIT read of cached data" :
@@ -161,15 +136,16 @@ static void dsync_write(const char *path)
 	ssize_t ret;
 
 	ret = rw_once(fd, true, buf, LEN, 0, RWF_UNCACHED | RWF_DSYNC, 74);
-	tap_result(ret == (ssize_t)LEN, "DSYNC write of 1 MiB to a new file returns %zd",
-		   ret);
+	tap_result(ret == (ssize_t)LEN,
+		   "DSYNC write of 1 MiB to a new file returns %zd", ret);
 	expect_cached(fd, 0, LEN, 0, "DSYNC write, right after the call");
 	for (off = 0; off < LEN; off += BS) {	/* overwrite, 64 KiB a call */
 		ret = rw_once(fd, true, buf, BS, off, RWF_UNCACHED | RWF_DSYNC, 75);
 		if (ret != BS || nr_cached(fd, off, BS))
 			left++;
 	}
-	tap_result(!left, "DSYNC overwrites of 64 KiB: each returns 64 KiB with 0 pages cached right after (%u did not)",
+	tap_result(!left,
+		   "DSYNC overwrites of 64 KiB: each returns 64 KiB with 0 pages cached right after (%u did not)",
 		   left);
 	drop_caches();
 	tap_result(read_range_flags(fd, 0, LEN, BS, 0, 75),
@@ -206,39 +182,39 @@ static void refused(const char *path)
 	fd = make_cold_file(path, 4096, 77);
 	snprintf(name, sizeof(name), "RWF_UNCACHED|%#x (not in RWF_SUPPORTED)",
 		 unknown);
-	expect_errno(fd, false, 0, RWF_UNCACHED | unknown, EOPNOTSUPP, name);
-	expect_errno(fd, true, 0, RWF_UNCACHED | unknown, EOPNOTSUPP, name);
+	expect_rw(fd, false, 0, RWF_UNCACHED | unknown, EOPNOTSUPP, name);
+	expect_rw(fd, true, 0, RWF_UNCACHED | unknown, EOPNOTSUPP, name);
 	close(fd);
 
 	fd = xopen("/tmp/uncached-flags", O_RDWR | O_CREAT | O_TRUNC);
 	unlink("/tmp/uncached-flags");
 	write_pattern(fd, 4096, 0, 77);
-	expect_errno(fd, false, 0, RWF_UNCACHED, EOPNOTSUPP, "on tmpfs");
-	expect_errno(fd, true, 0, RWF_UNCACHED, EOPNOTSUPP, "on tmpfs");
+	expect_rw(fd, false, 0, RWF_UNCACHED, EOPNOTSUPP, "on tmpfs");
+	expect_rw(fd, true, 0, RWF_UNCACHED, EOPNOTSUPP, "on tmpfs");
 	close(fd);
 
 	fd = xopen("/proc/self/status", O_RDONLY);
-	expect_errno(fd, false, 0, RWF_UNCACHED, EOPNOTSUPP, "of /proc/self/status");
+	expect_rw(fd, false, 0, RWF_UNCACHED, EOPNOTSUPP, "of /proc/self/status");
 	close(fd);
 
 	/* data waiting in both, so that an accepted call would not block */
 	if (pipe(pfd) || socketpair(AF_UNIX, SOCK_STREAM, 0, sfd) ||
 	    write(pfd[1], "x", 1) != 1 || write(sfd[1], "x", 1) != 1)
 		tap_bail("pipe or socketpair: %s", strerror(errno));
-	expect_errno(pfd[0], false, -1, RWF_UNCACHED, EOPNOTSUPP, "on a pipe");
-	expect_errno(pfd[1], true, -1, RWF_UNCACHED, EOPNOTSUPP, "on a pipe");
-	expect_errno(sfd[0], false, -1, RWF_UNCACHED, EOPNOTSUPP, "on a socket");
-	expect_errno(sfd[0], true, -1, RWF_UNCACHED, EOPNOTSUPP, "on a socket");
+	expect_rw(pfd[0], false, -1, RWF_UNCACHED, EOPNOTSUPP, "on a pipe");
+	expect_rw(pfd[1], true, -1, RWF_UNCACHED, EOPNOTSUPP, "on a pipe");
+	expect_rw(sfd[0], false, -1, RWF_UNCACHED, EOPNOTSUPP, "on a socket");
+	expect_rw(sfd[0], true, -1, RWF_UNCACHED, EOPNOTSUPP, "on a socket");
 	close(pfd[0]);
 	close(pfd[1]);
 	close(sfd[0]);
 	close(sfd[1]);
 
 	fd = xopen(path, O_WRONLY);
-	expect_errno(fd, false, 0, RWF_UNCACHED, EBADF, "on a write-only fd");
+	expect_rw(fd, false, 0, RWF_UNCACHED, EBADF, "on a write-only fd");
 	close(fd);
 	fd = xopen(path, O_RDONLY);
-	expect_errno(fd, true, 0, RWF_UNCACHED, EBADF, "on a read-only fd");
+	expect_rw(fd, true, 0, RWF_UNCACHED, EBADF, "on a read-only fd");
 	close(fd);
 }
 

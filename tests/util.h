@@ -203,6 +203,41 @@ static inline void diag_cachestat(const char *what, struct cachestat cs)
 		 (unsigned long long)cs.nr_evicted);
 }
 
+/* One preadv2()/pwritev2() of @len bytes at @off (pattern @seed written). */
+static inline ssize_t rw_once(int fd, bool write, void *buf, size_t len,
+			      off_t off, int flags, unsigned int seed)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	fill_pattern(buf, len, off < 0 ? 0 : off, write ? seed : seed + 1);
+	if (write)
+		return pwritev2(fd, &iov, 1, off, flags);
+	return preadv2(fd, &iov, 1, off, flags);
+}
+
+/*
+ * One case: a 4 KiB preadv2()/pwritev2() at @off with @flags fails with
+ * @want_errno, or, when @want_errno is 0, transfers all 4 KiB.
+ */
+static inline void expect_rw(int fd, bool write, off_t off, int flags,
+			     int want_errno, const char *what)
+{
+	char buf[4096];
+	ssize_t ret = rw_once(fd, write, buf, sizeof(buf), off, flags, 7);
+	int err = ret < 0 ? errno : 0;
+	const char *op = write ? "pwritev2" : "preadv2";
+
+	if (!want_errno)
+		tap_result(ret == (ssize_t)sizeof(buf),
+			   "%s %s succeeds (got %zd, %s)", op, what, ret,
+			   err ? strerror(err) : "no error");
+	else
+		tap_result(ret < 0 && err == want_errno,
+			   "%s %s fails with %s (got %zd, %s)", op, what,
+			   strerror(want_errno), ret,
+			   err ? strerror(err) : "no error");
+}
+
 static inline int xopen(const char *path, int flags)
 {
 	int fd = open(path, flags, 0644);
