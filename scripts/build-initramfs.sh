@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # build-initramfs.sh - build the guest's initramfs, build/initramfs/initramfs.cpio:
 # busybox-static, /init and the runner (initramfs/), and the guest tests
-# (tests/*.c, tests/selftest/*.c) compiled statically with -Werror against
+# (tests/tests.list), the guest tools (tests/tools.list: programs that are
+# not tests, such as the benchmark) and the harness self-tests
+# (tests/selftest/*.c), compiled statically with -Werror against
 # the UAPI headers of the patched tree (build/headers), so the tests see
 # RWF_UNCACHED exactly as the kernel under test exports it.
 set -euo pipefail
@@ -35,13 +37,15 @@ compile() {
 }
 
 compile_tests() {
-	local name src
+	local list name src
 	rm -rf "$OUT/tests"
 	mkdir -p "$OUT/tests"
-	for name in $(list_entries "$TOP/tests/tests.list" | awk '{print $1}'); do
-		src=$TOP/tests/$name.c
-		need_file "$src" "tests/tests.list names test '$name'"
-		compile "$name" "$src"
+	for list in tests.list tools.list; do
+		for name in $(list_entries "$TOP/tests/$list" | awk '{print $1}'); do
+			src=$TOP/tests/$name.c
+			need_file "$src" "tests/$list names '$name'"
+			compile "$name" "$src"
+		done
 	done
 	for src in "$TOP"/tests/selftest/*.c; do
 		name=$(basename "$src" .c)
