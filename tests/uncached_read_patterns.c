@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * RWF_UNCACHED reads in several access patterns: a half cached file,
- * sequential reads with readahead, random 4 KiB reads, a read ending
- * beyond EOF and a zero-length read. Asserts on cachestat() of the byte
- * ranges read and checks the data against the pattern.
+ * sequential reads of the whole file and of its first half, random 4 KiB
+ * reads, a read ending beyond EOF and a zero-length read. Asserts on
+ * cachestat() of the byte ranges read and checks the data against the
+ * pattern.
  */
 #include "uncached_io.h"
 
@@ -39,17 +40,19 @@ static void half_warm(const char *path)
 }
 
 /*
- * Sequential reads of a cold file in @bs calls: readahead runs ahead of
- * each call, nothing stays once the last call reached EOF.
+ * Sequential reads of the first @len bytes of a cold file in @bs calls:
+ * nothing stays cached anywhere in the file, also when the reads stop
+ * before EOF (readahead must not leave folios beyond the last call).
  */
-static void sequential(const char *path, size_t bs)
+static void sequential(const char *path, size_t bs, uint64_t len)
 {
 	int fd = make_cold_file(path, FILE_LEN, 12);
 	char what[64];
 
-	snprintf(what, sizeof(what), "sequential %zu KiB calls", bs >> 10);
-	tap_result(read_range_flags(fd, 0, FILE_LEN, bs, RWF_UNCACHED, 12),
-		   "%s: uncached read of the whole file, data right", what);
+	snprintf(what, sizeof(what), "sequential %zu KiB calls, %llu MiB",
+		 bs >> 10, (unsigned long long)(len >> 20));
+	tap_result(read_range_flags(fd, 0, len, bs, RWF_UNCACHED, 12),
+		   "%s: uncached read, data right", what);
 	expect_cached(fd, 0, FILE_LEN, 0, what);
 	close(fd);
 }
@@ -129,10 +132,11 @@ int main(int argc, char **argv)
 
 	test_init(argc, argv);
 	path = test_path("uncached-read-patterns");
-	tap_plan(15);
+	tap_plan(17);
 	half_warm(path);
-	sequential(path, 16 << 10);
-	sequential(path, FILE_LEN);
+	sequential(path, 16 << 10, FILE_LEN);
+	sequential(path, 16 << 10, HALF);
+	sequential(path, FILE_LEN, FILE_LEN);
 	random_reads(path);
 	eof_and_empty(path);
 	unlink(path);
