@@ -12,11 +12,13 @@
 #   --mode test|shell|cmd|probe   (test)     --cmd 'SHELL COMMAND' (mode cmd)
 #   --fs 'ext4 xfs btrfs'|none    disks      --tests-list FILE  tests to run
 #   --selftest CASE   harness self-test fault (panic, hang, noverdict)
+#   --env 'VAR=VALUE ...'  environment of the guest tests (e.g. the stress
+#                 budget UNCACHED_STRESS_OPS); values are plain words
 #   --timeout SECS (1800)  --mem SIZE (2G)  --smp N (2)  --accel auto|tcg|kvm
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-KERNEL= INITRD= RESULTS_DIR= MODE=test CMD= SELFTEST= TESTS_LIST=
+KERNEL= INITRD= RESULTS_DIR= MODE=test CMD= SELFTEST= TESTS_LIST= TEST_ENV=
 FILESYSTEMS= TIMEOUT=1800 MEM=2G SMP=2 ACCEL=${ACCEL:-auto}
 KVM_PROBE=$BUILD/kvm-probe
 
@@ -34,6 +36,7 @@ parse_args() {
 		--fs) FILESYSTEMS=$2 ;;
 		--tests-list) TESTS_LIST=$2 ;;
 		--selftest) SELFTEST=$2 ;;
+		--env) TEST_ENV=$2 ;;
 		--timeout) TIMEOUT=$2 ;;
 		--mem) MEM=$2 ;;
 		--smp) SMP=$2 ;;
@@ -51,11 +54,20 @@ parse_args() {
 	[[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout takes seconds, not '$TIMEOUT'"
 	[[ $SMP =~ ^[0-9]+$ ]] || die "--smp takes a number of CPUs, not '$SMP'"
 	[[ $MEM =~ ^[0-9]+[MG]$ ]] || die "--mem takes a size like 512M or 2G, not '$MEM'"
+	check_test_env
 	[ -n "$TESTS_LIST" ] && need_file "$TESTS_LIST" "--tests-list names it"
 	case $FILESYSTEMS in
 	'') FILESYSTEMS=$(list_entries "$TOP/scripts/disks.list" | awk '{print $1}' | paste -s -d ' ') ;;
 	none) FILESYSTEMS= ;;
 	esac
+}
+
+check_test_env() {
+	local word
+	for word in $TEST_ENV; do
+		[[ $word =~ ^[A-Z_][A-Z0-9_]*=[A-Za-z0-9._,:-]*$ ]] ||
+			die "--env takes VAR=VALUE words (plain values), not '$word'"
+	done
 }
 
 # The per-run part of the initramfs: run.conf (and the command), appended to
@@ -70,6 +82,7 @@ make_run_initrd() {
 	selftest=$SELFTEST
 	filesystems="$FILESYSTEMS"
 	supported_fs="$supported"
+	test_env="$TEST_ENV"
 	CONF
 	printf '%s\n' "$CMD" >"$dir/cmd"
 	{
