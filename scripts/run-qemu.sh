@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# run-qemu.sh - boot a kernel with the test initramfs and fresh NVMe disks,
-# and collect what the guest says, under --results DIR:
+# run-qemu.sh - boot a kernel with the test initramfs and fresh NVMe disks
+# (or, with --disks, existing ones), and collect what the guest says, under
+# --results DIR (emptied first):
 #   console.log  the full serial console (kernel log and /init output)
 #   channel.log  what the guest wrote on purpose to the results port
 #   FS.tap       each filesystem's TAP, cut out of channel.log
@@ -11,13 +12,17 @@
 # Options: --kernel BZIMAGE --initrd CPIO --results DIR (required)
 #   --mode test|shell|cmd|probe   (test)     --cmd 'SHELL COMMAND' (mode cmd)
 #   --fs 'ext4 xfs btrfs'|none    disks      --tests-list FILE  tests to run
+#   --disks DIR   attach the images DIR/FS.img as they are (nothing is
+#                 formatted; the guest's writes stay in them) instead of
+#                 fresh ones in the results directory; DIR must lie outside
+#                 it. For several boots on the same disks (crash-test.sh).
 #   --selftest CASE   harness self-test fault (panic, hang, noverdict)
 #   --timeout SECS (1800)  --mem SIZE (2G)  --smp N (2)  --accel auto|tcg|kvm
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 KERNEL= INITRD= RESULTS_DIR= MODE=test CMD= SELFTEST= TESTS_LIST=
-FILESYSTEMS= TIMEOUT=1800 MEM=2G SMP=2 ACCEL=${ACCEL:-auto}
+FILESYSTEMS= DISKS_DIR= TIMEOUT=1800 MEM=2G SMP=2 ACCEL=${ACCEL:-auto}
 KVM_PROBE=$BUILD/kvm-probe
 
 usage() { die "usage: run-qemu.sh --kernel BZIMAGE --initrd CPIO --results DIR [options] (see the header of scripts/run-qemu.sh)"; }
@@ -32,6 +37,7 @@ parse_args() {
 		--mode) MODE=$2 ;;
 		--cmd) CMD=$2 ;;
 		--fs) FILESYSTEMS=$2 ;;
+		--disks) DISKS_DIR=$2 ;;
 		--tests-list) TESTS_LIST=$2 ;;
 		--selftest) SELFTEST=$2 ;;
 		--timeout) TIMEOUT=$2 ;;
@@ -52,10 +58,39 @@ parse_args() {
 	[[ $SMP =~ ^[0-9]+$ ]] || die "--smp takes a number of CPUs, not '$SMP'"
 	[[ $MEM =~ ^[0-9]+[MG]$ ]] || die "--mem takes a size like 512M or 2G, not '$MEM'"
 	[ -n "$TESTS_LIST" ] && need_file "$TESTS_LIST" "--tests-list names it"
+	[ -z "$DISKS_DIR" ] || check_disks_dir
 	case $FILESYSTEMS in
 	'') FILESYSTEMS=$(list_entries "$TOP/scripts/disks.list" | awk '{print $1}' | paste -s -d ' ') ;;
 	none) FILESYSTEMS= ;;
 	esac
+}
+
+# --disks DIR: an existing directory, not inside the results directory
+# (which is emptied before the boot).
+check_disks_dir() {
+	local disks results
+	[ -d "$DISKS_DIR" ] || die "--disks $DISKS_DIR: no such directory"
+	disks=$(realpath "$DISKS_DIR")
+	results=$(realpath -m "$RESULTS_DIR")
+	case $disks/ in
+	"$results"/*) die "--disks $DISKS_DIR lies inside --results $RESULTS_DIR, which is emptied first" ;;
+	esac
+}
+
+# disk_args: the QEMU arguments of the disks of $FILESYSTEMS, fresh ones
+# (make-disks.sh) or with --disks the images as they are.
+disk_args() {
+	local fs
+	[ -n "$FILESYSTEMS" ] || return 0
+	if [ -z "$DISKS_DIR" ]; then
+		# shellcheck disable=SC2086
+		"$TOP/scripts/make-disks.sh" "$RESULTS_DIR/disks" $FILESYSTEMS
+		return
+	fi
+	for fs in $FILESYSTEMS; do
+		need_file "$DISKS_DIR/$fs.img" "--disks $DISKS_DIR has no image for $fs"
+		qemu_disk_args "$(realpath "$DISKS_DIR/$fs.img")" "$fs"
+	done
 }
 
 # The per-run part of the initramfs: run.conf (and the command), appended to
@@ -137,9 +172,7 @@ main() {
 	NONCE=$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
 	echo "$NONCE" >"$RESULTS_DIR/nonce"
 	make_run_initrd
-	disks=
-	# shellcheck disable=SC2086
-	[ -z "$FILESYSTEMS" ] || disks=$("$TOP/scripts/make-disks.sh" "$RESULTS_DIR/disks" $FILESYSTEMS)
+	disks=$(disk_args)
 	accel=$(pick_accel)
 	: >"$RESULTS_DIR/channel.log"
 	# shellcheck disable=SC2046,SC2086
