@@ -38,7 +38,7 @@
 #define MAX_STAGE_OPS	10
 #define MAX_IOV		4
 #define FILE_MAX	(4ULL << 20)	/* no file grows beyond this */
-#define CRASH_TAIL	(16ULL << 20)	/* unsynced bytes written before the cut */
+#define CRASH_TAIL	(16ULL << 20)	/* unsynced bytes before the cut */
 #define CHILD_PAUSE_US	20000		/* pacing of the --no-crash child */
 
 enum op_kind { OP_WRITE, OP_APPEND, OP_TRUNCATE };
@@ -124,7 +124,8 @@ static uint64_t pick_len(uint64_t *r)
 static uint64_t pick_off(uint64_t *r, uint64_t size, uint64_t len,
 			 bool overwrite)
 {
-	uint64_t off = rng_below(r, overwrite && size ? size : size + (256 << 10));
+	uint64_t span = overwrite && size ? size : size + (256 << 10);
+	uint64_t off = rng_below(r, span);
 
 	if (!rng_below(r, 4))
 		off &= ~(PAGE_SZ - 1);
@@ -154,7 +155,7 @@ static void gen_op(uint64_t *r, struct op *op, uint64_t size, bool later,
 	op->len = pick_len(r);
 	op->flags = RWF_UNCACHED;
 	if (what == 14)
-		op->flags = 0;			/* a plain buffered write */
+		op->flags = 0;		/* a plain buffered write */
 	if (dsync || what == 15)
 		op->flags |= RWF_DSYNC;
 	if (what == 0 && !dsync) {
@@ -261,7 +262,8 @@ static void do_op(int fd, const struct op *op, const char *name)
 	if (op->kind == OP_TRUNCATE) {
 		if (ftruncate(fd, op->off))
 			crash_fail("ftruncate %s to %llu: %s", name,
-				   (unsigned long long)op->off, strerror(errno));
+				   (unsigned long long)op->off,
+				   strerror(errno));
 		return;
 	}
 	err = do_write(fd, op);
@@ -397,12 +399,14 @@ static uint64_t run_plans(unsigned int seed, struct unsynced *u)
 static void meminfo_dirty(char *out, size_t len)
 {
 	FILE *f = fopen("/proc/meminfo", "r");
-	unsigned long dirty = 0, wb = 0;
+	unsigned long dirty = 0, wb = 0, kb;
 	char line[128];
 
 	while (f && fgets(line, sizeof(line), f)) {
-		sscanf(line, "Dirty: %lu", &dirty);
-		sscanf(line, "Writeback: %lu", &wb);
+		if (sscanf(line, "Dirty: %lu", &kb) == 1)
+			dirty = kb;
+		if (sscanf(line, "Writeback: %lu", &kb) == 1)
+			wb = kb;
 	}
 	if (f)
 		fclose(f);
@@ -453,7 +457,8 @@ static int crash_write(unsigned int seed, bool crash)
 	struct unsynced u;
 	uint64_t bytes;
 
-	if (chdir(crash_dir) || mkdir(CRASH_SUBDIR, 0755) || chdir(CRASH_SUBDIR))
+	if (chdir(crash_dir) || mkdir(CRASH_SUBDIR, 0755) ||
+	    chdir(CRASH_SUBDIR))
 		crash_fail("cannot make %s/%s: %s", crash_dir, CRASH_SUBDIR,
 			   strerror(errno));
 	close(open_dir_fsync(".."));
