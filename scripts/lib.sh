@@ -31,6 +31,21 @@ list_entries() {
 	sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' "$1"
 }
 
+# qemu_disk_args IMG NAME - the QEMU arguments that attach the image IMG as
+# an NVMe disk with serial NAME (the guest mounts it on /mnt/NAME).
+qemu_disk_args() {
+	printf -- '-drive file=%s,if=none,id=%s,format=raw,cache=unsafe -device nvme,serial=%s,drive=%s\n' \
+		"$1" "$2" "$2" "$2"
+}
+
+# console_splats LOG - the first kernel splats (initramfs/splat-patterns) in
+# a console log, without the runner's own marker lines.
+console_splats() {
+	local re
+	re=$(list_entries "$TOP/initramfs/splat-patterns" | paste -s -d '|')
+	grep -E "$re" "$1" 2>/dev/null | grep -v 'uncached-test:' | head -n 5 || true
+}
+
 pinned_linux_version() {
 	list_entries "$TOP/scripts/linux-source.version"
 }

@@ -23,8 +23,7 @@ make_disk() {
 	# shellcheck disable=SC2086
 	$mkfs "$img" >"$dir/$fs.mkfs.log" 2>&1 ||
 		{ cat "$dir/$fs.mkfs.log" >&2; die "$mkfs $img failed"; }
-	printf -- '-drive file=%s,if=none,id=%s,format=raw,cache=unsafe -device nvme,serial=%s,drive=%s\n' \
-		"$img" "$fs" "$fs" "$fs"
+	qemu_disk_args "$img" "$fs"
 }
 
 main() {

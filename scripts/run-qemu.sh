@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# run-qemu.sh - boot a kernel with the test initramfs and fresh NVMe disks,
-# and collect what the guest says, under --results DIR:
+# run-qemu.sh - boot a kernel with the test initramfs and fresh NVMe disks
+# (or, with --disks, existing ones), and collect what the guest says, under
+# --results DIR (emptied first):
 #   console.log  the full serial console (kernel log and /init output)
 #   channel.log  what the guest wrote on purpose to the results port
 #   FS.tap       each filesystem's TAP, cut out of channel.log
@@ -11,6 +12,10 @@
 # Options: --kernel BZIMAGE --initrd CPIO --results DIR (required)
 #   --mode test|shell|cmd|probe   (test)     --cmd 'SHELL COMMAND' (mode cmd)
 #   --fs 'ext4 xfs btrfs'|none    disks      --tests-list FILE  tests to run
+#   --disks DIR   attach the images DIR/FS.img as they are (nothing is
+#                 formatted; the guest's writes stay in them) instead of
+#                 fresh ones in the results directory; DIR must lie outside
+#                 it. For several boots on the same disks (crash-test.sh).
 #   --selftest CASE   harness self-test fault (panic, hang, noverdict)
 #   --env 'VAR=VALUE ...'  environment of the guest tests (e.g. the stress
 #                 budget UNCACHED_STRESS_OPS); values are plain words
@@ -19,7 +24,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 KERNEL= INITRD= RESULTS_DIR= MODE=test CMD= SELFTEST= TESTS_LIST= TEST_ENV=
-FILESYSTEMS= TIMEOUT=1800 MEM=2G SMP=2 ACCEL=${ACCEL:-auto}
+FILESYSTEMS= DISKS_DIR= TIMEOUT=1800 MEM=2G SMP=2 ACCEL=${ACCEL:-auto}
 KVM_PROBE=$BUILD/kvm-probe
 
 usage() { die "usage: run-qemu.sh --kernel BZIMAGE --initrd CPIO --results DIR [options] (see the header of scripts/run-qemu.sh)"; }
@@ -34,6 +39,7 @@ parse_args() {
 		--mode) MODE=$2 ;;
 		--cmd) CMD=$2 ;;
 		--fs) FILESYSTEMS=$2 ;;
+		--disks) DISKS_DIR=$2 ;;
 		--tests-list) TESTS_LIST=$2 ;;
 		--selftest) SELFTEST=$2 ;;
 		--env) TEST_ENV=$2 ;;
@@ -56,6 +62,7 @@ parse_args() {
 	[[ $MEM =~ ^[0-9]+[MG]$ ]] || die "--mem takes a size like 512M or 2G, not '$MEM'"
 	check_test_env
 	[ -n "$TESTS_LIST" ] && need_file "$TESTS_LIST" "--tests-list names it"
+	[ -z "$DISKS_DIR" ] || check_disks_dir
 	case $FILESYSTEMS in
 	'') FILESYSTEMS=$(list_entries "$TOP/scripts/disks.list" | awk '{print $1}' | paste -s -d ' ') ;;
 	none) FILESYSTEMS= ;;
@@ -67,6 +74,34 @@ check_test_env() {
 	for word in $TEST_ENV; do
 		[[ $word =~ ^[A-Z_][A-Z0-9_]*=[A-Za-z0-9._,:-]*$ ]] ||
 			die "--env takes VAR=VALUE words (plain values), not '$word'"
+	done
+}
+
+# --disks DIR: an existing directory, not inside the results directory
+# (which is emptied before the boot).
+check_disks_dir() {
+	local disks results
+	[ -d "$DISKS_DIR" ] || die "--disks $DISKS_DIR: no such directory"
+	disks=$(realpath "$DISKS_DIR")
+	results=$(realpath -m "$RESULTS_DIR")
+	case $disks/ in
+	"$results"/*) die "--disks $DISKS_DIR lies inside --results $RESULTS_DIR, which is emptied first" ;;
+	esac
+}
+
+# disk_args: the QEMU arguments of the disks of $FILESYSTEMS, fresh ones
+# (make-disks.sh) or with --disks the images as they are.
+disk_args() {
+	local fs
+	[ -n "$FILESYSTEMS" ] || return 0
+	if [ -z "$DISKS_DIR" ]; then
+		# shellcheck disable=SC2086
+		"$TOP/scripts/make-disks.sh" "$RESULTS_DIR/disks" $FILESYSTEMS
+		return
+	fi
+	for fs in $FILESYSTEMS; do
+		need_file "$DISKS_DIR/$fs.img" "--disks $DISKS_DIR has no image for $fs"
+		qemu_disk_args "$(realpath "$DISKS_DIR/$fs.img")" "$fs"
 	done
 }
 
@@ -150,9 +185,7 @@ main() {
 	NONCE=$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
 	echo "$NONCE" >"$RESULTS_DIR/nonce"
 	make_run_initrd
-	disks=
-	# shellcheck disable=SC2086
-	[ -z "$FILESYSTEMS" ] || disks=$("$TOP/scripts/make-disks.sh" "$RESULTS_DIR/disks" $FILESYSTEMS)
+	disks=$(disk_args)
 	accel=$(pick_accel)
 	: >"$RESULTS_DIR/channel.log"
 	# shellcheck disable=SC2046,SC2086

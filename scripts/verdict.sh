@@ -32,9 +32,8 @@ check_guest_verdict() {
 }
 
 check_splats() {
-	local console=$1 re lines
-	re=$(list_entries "$TOP/initramfs/splat-patterns" | paste -s -d '|')
-	lines=$(grep -E "$re" "$console" 2>/dev/null | grep -v 'uncached-test:' | head -n 5 || true)
+	local lines
+	lines=$(console_splats "$1")
 	[ -z "$lines" ] || fail "kernel splat in the console log: $(echo "$lines" | head -n 1 | sed 's/^\[[^]]*\] //')"
 }
 
