@@ -17,7 +17,7 @@ KERNEL := build/kernel/$(TREE)-$(FLAVOR)/arch/x86/boot/bzImage
 INITRD := build/initramfs/initramfs.cpio
 
 .PHONY: all deps source kernel initramfs qemu-test boot harness-selftest \
-	check-series clean distclean help
+	check-series crash-test stress clean distclean help
 
 all: kernel initramfs
 
@@ -44,6 +44,12 @@ boot: kernel initramfs
 
 harness-selftest: kernel initramfs
 	@scripts/harness-selftest.sh $(KERNEL)
+
+crash-test: kernel initramfs
+	@scripts/crash-test.sh $(KERNEL)
+
+stress: kernel initramfs
+	@scripts/stress.sh
 
 check-series: source
 	@scripts/check-series.sh
