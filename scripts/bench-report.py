@@ -4,6 +4,7 @@
 Reads, for each kernel named, OUT/<kernel>/expected (the runs the guest was
 asked for) and OUT/<kernel>/channel.log (what it sent on the results port),
 and writes OUT/results.json, OUT/report.md and OUT/<fs>-<workload>.png.
+With --side-by-side CHANNEL_LOG it prints make demo's closing summary.
 Exits 1 when a run could not run (failed, or never reported); timings are
 never judged. Standard library only; gnuplot draws the plots.
 """
@@ -19,7 +20,8 @@ SUMMARY_KEYS = ("mbps_steady", "mbps_first5", "mbps_total", "kswapd_s",
                 "kswapd_steady_s", "sys_s", "sys_steady_s", "user_s",
                 "cache_start_mb", "cache_peak_mb", "cache_final_mb",
                 "dirty_wb_peak_mb", "fsync_s", "cache_after_fsync_mb",
-                "fill_sec", "steady_from", "steady_to", "mb", "seconds")
+                "fill_sec", "steady_from", "steady_to", "mb", "seconds",
+                "dev_rd_mb", "dev_wr_mb", "dev_rd_ios", "dev_wr_ios")
 SECOND_KEYS = ("t", "mbps", "cache_mb", "dirty_wb_mb", "kswapd_s", "sys_s")
 KERNEL_ORDER = ("pristine", "patched")
 MODE_ORDER = ("buffered", "uncached", "direct")
@@ -35,6 +37,7 @@ class Channel:
 
     def __init__(self, path, nonce):
         self.seconds, self.summary, self.fio, self.rc = {}, {}, {}, {}
+        self.cachestat = {}
         self.exit = None
         self.parse(path, nonce)
 
@@ -62,6 +65,9 @@ class Channel:
         elif word == "uncached-bench-summary":
             rec = json.loads(rest)
             self.summary[rec["label"]] = rec
+        elif word == "uncached-bench-cachestat":
+            rec = json.loads(rest)
+            self.cachestat[rec["label"]] = rec
         elif word == "bench-run-end":
             label, _, rc = rest.partition(" rc=")
             self.rc[label] = int(rc) if rc.isdigit() else 1
@@ -184,25 +190,34 @@ def workloads(records, fs, tool="bench"):
     return seen
 
 
+def device_io(r):
+    """What the disk did: MB read or written, and the mean request size."""
+    mb, ios = ((r["dev_rd_mb"], r["dev_rd_ios"]) if r["op"] == "read"
+               else (r["dev_wr_mb"], r["dev_wr_ios"]))
+    return "%.0f (%.0f)" % (mb, mb * 1024 / ios if ios else 0)
+
+
 def summary_table(records, fs, wl):
     lines = ["| kernel | mode | MB/s steady | MB/s first 5 s | MB/s total | "
              "kswapd CPU s | kernel CPU s | page cache peak MB | "
-             "page cache end MB | dirty+wb peak MB | fsync s |",
-             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "page cache end MB | dirty+wb peak MB | fsync s | "
+             "device MB (KB per request) |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for r in sorted((r for r in records if r["fs"] == fs and
                      r["workload"] == wl and r["tool"] == "bench"),
                     key=sort_key):
         if r["status"] != "ok":
-            lines.append("| %s | %s | %s |  |  |  |  |  |  |  |  |"
+            lines.append("| %s | %s | %s |  |  |  |  |  |  |  |  |  |"
                          % (r["kernel"], r["mode"], r["status"]))
             continue
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
                      % (r["kernel"], r["mode"], fmt(r["mbps_steady"]),
                         fmt(r["mbps_first5"]), fmt(r["mbps_total"]),
                         fmt(r["kswapd_s"], 2), fmt(r["sys_s"]),
                         fmt(r["cache_peak_mb"], 0), fmt(r["cache_final_mb"], 0),
                         fmt(r["dirty_wb_peak_mb"], 0),
-                        fmt(r["fsync_s"], 2) if r["op"] == "write" else "-"))
+                        fmt(r["fsync_s"], 2) if r["op"] == "write" else "-",
+                        device_io(r)))
     return lines
 
 
@@ -454,7 +469,48 @@ def plot(out, records, fs, wl):
     return png
 
 
+# ---- make demo ----
+
+def side_by_side(channel_log):
+    """make demo's closing summary of the buffered and uncached reads."""
+    nonce_file = os.path.join(os.path.dirname(channel_log), "nonce")
+    chan = Channel(channel_log, open(nonce_file).read().strip())
+    b = chan.summary.get("demo/buffered")
+    u = chan.summary.get("demo/uncached")
+    if not b or not u or chan.exit != 0:
+        return 1
+    cb = chan.cachestat.get("demo/buffered", {}).get("cached_mb")
+    cu = chan.cachestat.get("demo/uncached", {}).get("cached_mb")
+    rows = [("MB/s in the first 5 seconds", "mbps_first5", 1),
+            ("MB/s once steady (*)", "mbps_steady", 1),
+            ("kswapd CPU, seconds", "kswapd_s", 2),
+            ("kernel CPU, seconds (both CPUs)", "sys_s", 1),
+            ("page cache at its peak, MB", "cache_peak_mb", 0)]
+    print("\n== Side by side ==\n")
+    print("%-34s %10s %10s" % ("", "buffered", "uncached"))
+    for name, key, d in rows:
+        print("%-34s %10s %10s" % (name, fmt(b[key], d), fmt(u[key], d)))
+    print("%-34s %10s %10s" % ("the file's pages cached after, MB",
+                               fmt(cb, 0), fmt(cu, 0)))
+    print("\n(*) steady: the mean of the seconds after the page cache filled "
+          "(buffered: from second %d),\n    or of the last half of the run "
+          "when it never filled (uncached: seconds %d-%d)." % (
+              b["steady_from"], u["steady_from"], u["steady_to"]))
+    print("\nOnce memory was full, buffered reads ran at %.0f MB/s and uncached "
+          "ones at %.0f MB/s\n(%s). kswapd used %.2f s of CPU for the "
+          "buffered reads and %.2f s for the\nuncached ones; the page cache "
+          "peaked at %.0f MB and %.0f MB. Uncached reads stream\nthrough data "
+          "that will not be read again without pushing everything else out\n"
+          "of memory." % (b["mbps_steady"], u["mbps_steady"],
+                          "uncached / buffered = " + fmt_ratio(ratio(u, b)),
+                          b["kswapd_s"], u["kswapd_s"], b["cache_peak_mb"],
+                          u["cache_peak_mb"]))
+    return 0
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--side-by-side":
+        return side_by_side(sys.argv[2])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--mem", default="?")

@@ -90,6 +90,8 @@ struct snapshot {
 	double cached_mb, dirty_wb_mb, free_mb;
 	double kswapd_s;	/* CPU of all kswapd threads */
 	double user_s, sys_s, iowait_s, idle_s;	/* /proc/stat, all CPUs */
+	double dev_rd_mb, dev_wr_mb;	/* /proc/diskstats, all NVMe disks */
+	uint64_t dev_rd_ios, dev_wr_ios;
 };
 
 static struct snapshot samples[MAX_SECONDS + 2];
@@ -347,6 +349,31 @@ static void read_meminfo(struct snapshot *s)
 	fclose(f);
 }
 
+/* Sectors and requests of all whole NVMe disks (nvmeXnY). */
+static void read_diskstats(struct snapshot *s)
+{
+	unsigned long long rio, rsec, wio, wsec;
+	FILE *f = fopen("/proc/diskstats", "r");
+	char name[64], line[512];
+	int a, b;
+
+	s->dev_rd_mb = s->dev_wr_mb = 0;
+	s->dev_rd_ios = s->dev_wr_ios = 0;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*u %*u %63s %llu %*u %llu %*u %llu %*u %llu",
+			   name, &rio, &rsec, &wio, &wsec) != 5 ||
+		    sscanf(name, "nvme%dn%d", &a, &b) != 2 || strchr(name, 'p'))
+			continue;
+		s->dev_rd_mb += rsec * 512 / MIB;
+		s->dev_wr_mb += wsec * 512 / MIB;
+		s->dev_rd_ios += rio;
+		s->dev_wr_ios += wio;
+	}
+	fclose(f);
+}
+
 static void take_snapshot(struct snapshot *s, double t0)
 {
 	int i;
@@ -360,6 +387,7 @@ static void take_snapshot(struct snapshot *s, double t0)
 		s->kswapd_s += task_cpu(kswapd_pids[i]);
 	read_proc_stat(s);
 	read_meminfo(s);
+	read_diskstats(s);
 }
 
 /* ---- the workers ---- */
@@ -509,11 +537,12 @@ static void print_second(int i)
 	       rate(i - 1, i), b->cached_mb, b->dirty_wb_mb,
 	       b->kswapd_s - a->kswapd_s, b->sys_s - a->sys_s);
 	if (opt.json)
-		printf("uncached-bench-sec {\"label\":\"%s\",\"sec\":%d,\"t\":%.3f,\"dt\":%.3f,\"mbps\":%.1f,\"cache_mb\":%.1f,\"dirty_wb_mb\":%.1f,\"free_mb\":%.1f,\"kswapd_s\":%.3f,\"sys_s\":%.3f,\"user_s\":%.3f,\"iowait_s\":%.3f}\n",
+		printf("uncached-bench-sec {\"label\":\"%s\",\"sec\":%d,\"t\":%.3f,\"dt\":%.3f,\"mbps\":%.1f,\"cache_mb\":%.1f,\"dirty_wb_mb\":%.1f,\"free_mb\":%.1f,\"kswapd_s\":%.3f,\"sys_s\":%.3f,\"user_s\":%.3f,\"iowait_s\":%.3f,\"dev_rd_mb\":%.1f,\"dev_wr_mb\":%.1f}\n",
 		       opt.label, i, b->t, b->t - a->t, rate(i - 1, i),
 		       b->cached_mb, b->dirty_wb_mb, b->free_mb,
 		       b->kswapd_s - a->kswapd_s, b->sys_s - a->sys_s,
-		       b->user_s - a->user_s, b->iowait_s - a->iowait_s);
+		       b->user_s - a->user_s, b->iowait_s - a->iowait_s,
+		       b->dev_rd_mb - a->dev_rd_mb, b->dev_wr_mb - a->dev_wr_mb);
 	fflush(stdout);
 }
 
@@ -573,6 +602,22 @@ static void find_windows(struct summary *sm)
 	}
 }
 
+static double avg_kb(double mb, uint64_t ios)
+{
+	return ios ? mb * 1024 / ios : 0;
+}
+
+static void print_device_io(const struct snapshot *a, const struct snapshot *b)
+{
+	double rd = b->dev_rd_mb - a->dev_rd_mb, wr = b->dev_wr_mb - a->dev_wr_mb;
+	uint64_t rio = b->dev_rd_ios - a->dev_rd_ios;
+	uint64_t wio = b->dev_wr_ios - a->dev_wr_ios;
+
+	printf("  device I/O   %.0f MB read in %llu requests (%.0f KB each), %.0f MB written in %llu requests (%.0f KB each), all NVMe disks\n",
+	       rd, (unsigned long long)rio, avg_kb(rd, rio), wr,
+	       (unsigned long long)wio, avg_kb(wr, wio));
+}
+
 static void print_summary_text(const struct summary *sm)
 {
 	const struct snapshot *s0 = &samples[0], *e = &samples[nsamples];
@@ -601,6 +646,7 @@ static void print_summary_text(const struct summary *sm)
 	       e->sys_s - s0->sys_s, e->user_s - s0->user_s);
 	printf("  page cache   %.0f MB at the start, %.0f MB peak, %.0f MB at the end; dirty+writeback peak %.0f MB\n",
 	       s0->cached_mb, sm->cache_peak, e->cached_mb, sm->dirty_wb_peak);
+	print_device_io(s0, e);
 	if (opt.write)
 		printf("  fsync        %.2f s after the timed part; page cache then %.0f MB\n",
 		       sm->fsync_s, sm->cache_after_fsync);
@@ -626,9 +672,13 @@ static void print_summary_json(const struct summary *sm)
 	       e->kswapd_s - s0->kswapd_s, sb->kswapd_s - sa->kswapd_s,
 	       e->sys_s - s0->sys_s, sb->sys_s - sa->sys_s,
 	       e->user_s - s0->user_s);
-	printf("\"cache_start_mb\":%.1f,\"cache_peak_mb\":%.1f,\"cache_final_mb\":%.1f,\"dirty_wb_peak_mb\":%.1f,\"fsync_s\":%.3f,\"cache_after_fsync_mb\":%.1f}\n",
+	printf("\"cache_start_mb\":%.1f,\"cache_peak_mb\":%.1f,\"cache_final_mb\":%.1f,\"dirty_wb_peak_mb\":%.1f,\"fsync_s\":%.3f,\"cache_after_fsync_mb\":%.1f,",
 	       s0->cached_mb, sm->cache_peak, e->cached_mb, sm->dirty_wb_peak,
 	       sm->fsync_s, sm->cache_after_fsync);
+	printf("\"dev_rd_mb\":%.1f,\"dev_wr_mb\":%.1f,\"dev_rd_ios\":%llu,\"dev_wr_ios\":%llu}\n",
+	       e->dev_rd_mb - s0->dev_rd_mb, e->dev_wr_mb - s0->dev_wr_mb,
+	       (unsigned long long)(e->dev_rd_ios - s0->dev_rd_ios),
+	       (unsigned long long)(e->dev_wr_ios - s0->dev_wr_ios));
 }
 
 /* Writes: fsync every file (timed), then close them all. */
