@@ -1,20 +1,10 @@
 # shellcheck shell=dash
 # demo-guest.sh - the guest half of make demo (busybox sh). demo.sh sends it
-# as the guest command after the settings (DEMO_* variables). What it prints
+# as the guest command after the settings (DEMO_* variables) and
+# bench-guest.sh (for $BENCH and the results $port). What it prints
 # between the lines "demo-start" and "demo-end" is the demo; the JSON lines
 # of uncached_bench also go to the results port for the host's summary.
-BENCH=/tests/uncached_bench
 FILE=/mnt/ext4/demo
-
-find_port() {
-	local p
-	for p in /sys/class/virtio-ports/*; do
-		[ "$(cat "$p/name" 2>/dev/null)" = uncached.results ] &&
-			{ echo "/dev/${p##*/}"; return 0; }
-	done
-	echo /dev/null
-}
-port=$(find_port)
 
 say() { printf '%s\n' "$@"; }
 
