@@ -25,6 +25,9 @@ SUMMARY_KEYS = ("mbps_steady", "mbps_first5", "mbps_total", "kswapd_s",
 SECOND_KEYS = ("t", "mbps", "cache_mb", "dirty_wb_mb", "kswapd_s", "sys_s")
 KERNEL_ORDER = ("pristine", "patched")
 MODE_ORDER = ("buffered", "uncached", "direct")
+# plots: a colour per mode; pristine dashed, patched solid
+MODE_COLOURS = {"buffered": "#1f77b4", "uncached": "#d62728",
+                "direct": "#2ca02c"}
 
 
 def label_of(fs, workload, mode, tool):
@@ -397,7 +400,11 @@ def header(args, records):
             "last half of the run when it never filled. *first 5 s*: mean of "
             "seconds 1-5. *kswapd CPU*: CPU time of the kswapd threads during "
             "the run; *kernel CPU*: system + irq + softirq time of all CPUs "
-            "(/proc/stat). Writes: MB/s count the write calls only; the fsync "
+            "(/proc/stat). *device MB (KB per request)*: what the NVMe disks "
+            "read (reads) or wrote (writes) during the run, and the mean "
+            "request size (/proc/diskstats): readahead and writeback "
+            "batching show there. Writes: MB/s count the write calls only; "
+            "the fsync "
             "at the end is timed separately. One run each: the guest shares "
             "two host cores with QEMU's own threads, so differences of a few "
             "percent are noise. No timing is judged.", ""]
@@ -445,16 +452,20 @@ def plot(out, records, fs, wl):
             for s in r["per_second"]:
                 f.write("%.3f %.2f %.1f %.1f %.3f %.3f\n" % tuple(
                     s[k] for k in SECOND_KEYS))
-        series.append((path, "%s %s" % (r["kernel"], r["mode"])))
+        series.append((path, "%s %s" % (r["kernel"], r["mode"]),
+                       "lc rgb '%s' dt %d" % (
+                           MODE_COLOURS.get(r["mode"], "black"),
+                           1 if r["kernel"] == "patched" else 2)))
     png = "%s-%s.png" % (fs, wl)
 
     def plots(col):
-        return ", ".join("'%s' using 1:%d with linespoints title '%s'"
-                         % (p, col, t) for p, t in series)
+        return ", ".join("'%s' using 1:%d with linespoints %s lw 1.5 "
+                         "title '%s'" % (p, col, style, t)
+                         for p, t, style in series)
     script = "\n".join([
         "set terminal pngcairo size 900,700 font 'Sans,10'",
         "set output '%s'" % os.path.join(out, png),
-        "set multiplot layout 2,1 title '%s, %s: %s %s blocks, %d thread(s)'"
+        "set multiplot layout 2,1 title '%s, %s (%s, %s blocks, %d thread(s))'"
         % (fs, wl, runs[0]["op"], runs[0]["block"], runs[0]["threads"]),
         "set grid", "set key outside right", "set xlabel 'seconds'",
         "set xrange [0:*]", "set yrange [0:*]",

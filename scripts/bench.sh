@@ -136,6 +136,7 @@ estimate() {
 # Show the guest's progress: one line per run and its result.
 progress() {
 	grep --line-buffered -E '^(bench-run-begin|  steady|  total|uncached_bench: error|init: |Kernel panic|BUG:|WARNING:)' |
+		grep --line-buffered -v 'as tools' |
 		sed -u 's/^/  guest: /' >&2 || true
 }
 
