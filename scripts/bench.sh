@@ -160,6 +160,8 @@ main() {
 	local k total=0 start=$SECONDS
 	need_cmd qemu-system-x86_64 gnuplot python3 gcc mkfs.ext4
 	check_settings
+	rm -rf "$OUT"/*.png "$OUT/plot-data" "$OUT/results.json" "$OUT/report.md" \
+		"$OUT/pristine" "$OUT/patched"
 	mkdir -p "$OUT"
 	if uses_fio; then
 		need_cmd fio ldd

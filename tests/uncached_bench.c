@@ -546,6 +546,16 @@ static void print_second(int i)
 	fflush(stdout);
 }
 
+static bool failed(void)
+{
+	int i;
+
+	for (i = 0; i < opt.threads; i++)
+		if (workers[i].err)
+			return true;
+	return false;
+}
+
 /* Sample /proc every second until the budget is spent or workers end. */
 static void sample_loop(double t0)
 {
@@ -561,6 +571,8 @@ static void sample_loop(double t0)
 		}
 		nsamples++;
 		take_snapshot(&samples[nsamples], t0);
+		if (done && failed())
+			return;		/* stop_workers() says why */
 		print_second(nsamples);
 		if (done || nsamples >= opt.seconds)
 			return;
