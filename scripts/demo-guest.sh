@@ -50,8 +50,8 @@ main() {
 	say "" "== 2. Uncached reads: preadv2(..., RWF_UNCACHED) ==" \
 	"The same reads through the page cache, but the kernel drops each page as" \
 	"soon as its data has been copied to the program. The cache stays small," \
-	"kswapd has nothing to do, and MB/sec should stay at the level buffered" \
-	"reads reached only while memory was still empty." ""
+	"kswapd has nothing to do, and MB/sec no longer depends on how full" \
+	"memory is." ""
 	read_file uncached
 	cachestat uncached
 	echo "demo-end"
