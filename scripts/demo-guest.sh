@@ -1,4 +1,5 @@
 # shellcheck shell=dash
+# shellcheck disable=SC2154  # $port and $BENCH come from bench-guest.sh
 # demo-guest.sh - the guest half of make demo (busybox sh). demo.sh sends it
 # as the guest command after the settings (DEMO_* variables) and
 # bench-guest.sh (for $BENCH and the results $port). What it prints
