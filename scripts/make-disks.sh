@@ -2,18 +2,21 @@
 # make-disks.sh DIR [FS...] - create and format fresh disk images DIR/FS.img
 # for the filesystems of scripts/disks.list (all, or the ones named), on
 # image files only. Prints the QEMU arguments that attach them as NVMe disks
-# with serial FS.
+# with serial FS. DISKS_LIST names another list of the same format (make
+# bench uses bigger disks).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
+DISKS_LIST=${DISKS_LIST:-$TOP/scripts/disks.list}
+
 disk_line() {
-	list_entries "$TOP/scripts/disks.list" | awk -v fs="$1" '$1 == fs'
+	list_entries "$DISKS_LIST" | awk -v fs="$1" '$1 == fs'
 }
 
 make_disk() {
 	local dir=$1 fs=$2 line size mkfs img
 	line=$(disk_line "$fs")
-	[ -n "$line" ] || die "no disk '$fs' in scripts/disks.list"
+	[ -n "$line" ] || die "no disk '$fs' in $DISKS_LIST"
 	size=$(echo "$line" | awk '{print $2}')
 	mkfs=$(echo "$line" | awk '{$1 = $2 = ""; sub(/^ +/, ""); print}')
 	need_cmd "${mkfs%% *}"
@@ -30,7 +33,7 @@ main() {
 	[ $# -ge 1 ] || die "usage: make-disks.sh DIR [FS...]"
 	local dir=$1 fs
 	shift
-	[ $# -gt 0 ] || set -- $(list_entries "$TOP/scripts/disks.list" | awk '{print $1}')
+	[ $# -gt 0 ] || set -- $(list_entries "$DISKS_LIST" | awk '{print $1}')
 	mkdir -p "$dir"
 	for fs in "$@"; do
 		make_disk "$dir" "$fs"

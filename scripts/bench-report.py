@@ -1,0 +1,556 @@
+#!/usr/bin/env python3
+"""bench-report.py - results.json, report.md and PNG plots of make bench.
+
+Reads, for each kernel named, OUT/<kernel>/expected (the runs the guest was
+asked for) and OUT/<kernel>/channel.log (what it sent on the results port),
+and writes OUT/results.json, OUT/report.md and OUT/<fs>-<workload>.png.
+With --side-by-side CHANNEL_LOG it prints make demo's closing summary.
+Exits 1 when a run could not run (failed, or never reported); timings are
+never judged. Standard library only; gnuplot draws the plots.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+MB = 1024 * 1024
+SUMMARY_KEYS = ("mbps_steady", "mbps_first5", "mbps_total", "kswapd_s",
+                "kswapd_steady_s", "sys_s", "sys_steady_s", "user_s",
+                "cache_start_mb", "cache_peak_mb", "cache_final_mb",
+                "dirty_wb_peak_mb", "fsync_s", "cache_after_fsync_mb",
+                "fill_sec", "steady_from", "steady_to", "mb", "seconds",
+                "dev_rd_mb", "dev_wr_mb", "dev_rd_ios", "dev_wr_ios")
+SECOND_KEYS = ("t", "mbps", "cache_mb", "dirty_wb_mb", "kswapd_s", "sys_s")
+KERNEL_ORDER = ("pristine", "patched")
+MODE_ORDER = ("buffered", "uncached", "direct")
+# plots: a colour per mode; pristine dashed, patched solid
+MODE_COLOURS = {"buffered": "#1f77b4", "uncached": "#d62728",
+                "direct": "#2ca02c"}
+
+
+def label_of(fs, workload, mode, tool):
+    label = "%s/%s/%s" % (fs, workload, mode)
+    return "fio:" + label if tool == "fio" else label
+
+
+class Channel:
+    """What one boot sent on the results port."""
+
+    def __init__(self, path, nonce):
+        self.seconds, self.summary, self.fio, self.rc = {}, {}, {}, {}
+        self.cachestat = {}
+        self.exit = None
+        self.parse(path, nonce)
+
+    def parse(self, path, nonce):
+        fio_label, fio_text = None, []
+        with open(path, errors="replace") as f:
+            for line in f:
+                line = line.rstrip("\n")
+                if fio_label is not None:
+                    if line == "bench-fio-json-end " + fio_label:
+                        self.fio[fio_label] = parse_fio("\n".join(fio_text))
+                        fio_label = None
+                    else:
+                        fio_text.append(line)
+                    continue
+                self.parse_line(line, nonce)
+                if line.startswith("bench-fio-json-begin "):
+                    fio_label, fio_text = line.split(" ", 1)[1], []
+
+    def parse_line(self, line, nonce):
+        word, _, rest = line.partition(" ")
+        if word == "uncached-bench-sec":
+            rec = json.loads(rest)
+            self.seconds.setdefault(rec["label"], []).append(rec)
+        elif word == "uncached-bench-summary":
+            rec = json.loads(rest)
+            self.summary[rec["label"]] = rec
+        elif word == "uncached-bench-cachestat":
+            rec = json.loads(rest)
+            self.cachestat[rec["label"]] = rec
+        elif word == "bench-run-end":
+            label, _, rc = rest.partition(" rc=")
+            self.rc[label] = int(rc) if rc.isdigit() else 1
+        elif word == "uncached-cmd-exit" and rest.endswith("nonce=" + nonce):
+            self.exit = int(rest.split()[0])
+
+
+def parse_fio(text):
+    """fio's JSON output: MB/s and fio's own CPU use, or None."""
+    start = text.find("{")
+    try:
+        job = json.loads(text[start:])["jobs"][0]
+    except (ValueError, KeyError, IndexError):
+        return None
+    side = job["read"] if job["read"]["io_bytes"] else job["write"]
+    return {"mbps": side["bw_bytes"] / MB, "mb": side["io_bytes"] / MB,
+            "runtime_s": side["runtime"] / 1000.0,
+            "fio_sys_cpu_pct": job.get("sys_cpu"),
+            "fio_usr_cpu_pct": job.get("usr_cpu")}
+
+
+def load_kernel(out, kernel):
+    """The records of one kernel's boot."""
+    kdir = os.path.join(out, kernel)
+    nonce = ""
+    if os.path.exists(os.path.join(kdir, "nonce")):
+        nonce = open(os.path.join(kdir, "nonce")).read().strip()
+    chan = None
+    if os.path.exists(os.path.join(kdir, "channel.log")):
+        chan = Channel(os.path.join(kdir, "channel.log"), nonce)
+    records, problems = [], []
+    with open(os.path.join(kdir, "expected")) as f:
+        rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+    for fs, wl, tool, op, mode, bs, threads, secs, opts in rows:
+        rec = {"kernel": kernel, "fs": fs, "workload": wl, "tool": tool,
+               "op": op, "mode": mode, "block": bs, "threads": int(threads),
+               "run_seconds": int(secs), "options": opts if opts != "-" else ""}
+        label = label_of(fs, wl, mode, tool)
+        fill_record(rec, label, chan)
+        if rec["status"] != "ok":
+            problems.append("%s %s: %s" % (kernel, label, rec["status"]))
+        records.append(rec)
+    if chan is None:
+        problems.append("%s: no channel.log (the guest did not run)" % kernel)
+    elif chan.exit is None:
+        problems.append("%s: the guest did not finish (see %s/console.log)"
+                        % (kernel, kdir))
+    if chan is not None:
+        for label, rc in chan.rc.items():
+            if label.endswith("/prepare") and rc:
+                problems.append("%s %s: exit status %d" % (kernel, label, rc))
+    return records, problems
+
+
+def fill_record(rec, label, chan):
+    rc = chan.rc.get(label) if chan else None
+    if rec["tool"] == "fio":
+        res = chan.fio.get(label) if chan else None
+        if res:
+            rec.update(res)
+            rec["mbps_steady"] = res["mbps"]
+    else:
+        res = chan.summary.get(label) if chan else None
+        if res:
+            rec.update({k: res[k] for k in SUMMARY_KEYS})
+            rec["per_second"] = [{k: s[k] for k in SECOND_KEYS}
+                                 for s in chan.seconds.get(label, [])]
+    if rc is None:
+        rec["status"] = "not run (the guest never reported it)"
+    elif rc != 0:
+        rec["status"] = "failed (exit status %d)" % rc
+    elif not res:
+        rec["status"] = "failed (no result)"
+    else:
+        rec["status"] = "ok"
+
+
+# ---- report.md ----
+
+def find(records, **kw):
+    for r in records:
+        if r["status"] == "ok" and all(r.get(k) == v for k, v in kw.items()):
+            return r
+    return None
+
+
+def pick(records, fs, workload, kernel, mode):
+    """The uncached_bench run of @kernel/@fs/@workload/@mode, if it ran."""
+    return find(records, kernel=kernel, fs=fs, workload=workload, mode=mode,
+                tool="bench")
+
+
+def ratio(a, b, key="mbps_steady"):
+    if not a or not b or not b.get(key):
+        return None
+    return a[key] / b[key]
+
+
+def fmt(v, digits=1, suffix=""):
+    if v is None:
+        return "-"
+    return ("%." + str(digits) + "f%s") % (v, suffix)
+
+
+def fmt_ratio(v):
+    return "-" if v is None else "%.2fx" % v
+
+
+def sort_key(r):
+    return (KERNEL_ORDER.index(r["kernel"]) if r["kernel"] in KERNEL_ORDER
+            else 9, MODE_ORDER.index(r["mode"]) if r["mode"] in MODE_ORDER
+            else 9)
+
+
+def workloads(records, fs, tool="bench"):
+    seen = []
+    for r in records:
+        if r["fs"] == fs and r["tool"] == tool and r["workload"] not in seen:
+            seen.append(r["workload"])
+    return seen
+
+
+def device_io(r):
+    """What the disk did: MB read or written, and the mean request size."""
+    mb, ios = ((r["dev_rd_mb"], r["dev_rd_ios"]) if r["op"] == "read"
+               else (r["dev_wr_mb"], r["dev_wr_ios"]))
+    return "%.0f (%.0f)" % (mb, mb * 1024 / ios if ios else 0)
+
+
+def summary_table(records, fs, wl):
+    lines = ["| kernel | mode | MB/s steady | MB/s first 5 s | MB/s total | "
+             "kswapd CPU s | kernel CPU s | page cache peak MB | "
+             "page cache end MB | dirty+wb peak MB | fsync s | "
+             "device MB (KB per request) |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for r in sorted((r for r in records if r["fs"] == fs and
+                     r["workload"] == wl and r["tool"] == "bench"),
+                    key=sort_key):
+        if r["status"] != "ok":
+            lines.append("| %s | %s | %s |  |  |  |  |  |  |  |  |  |"
+                         % (r["kernel"], r["mode"], r["status"]))
+            continue
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+                     % (r["kernel"], r["mode"], fmt(r["mbps_steady"]),
+                        fmt(r["mbps_first5"]), fmt(r["mbps_total"]),
+                        fmt(r["kswapd_s"], 2), fmt(r["sys_s"]),
+                        fmt(r["cache_peak_mb"], 0), fmt(r["cache_final_mb"], 0),
+                        fmt(r["dirty_wb_peak_mb"], 0),
+                        fmt(r["fsync_s"], 2) if r["op"] == "write" else "-",
+                        device_io(r)))
+    return lines
+
+
+def per_second_table(records, fs, wl):
+    """The seeds' view: one row per second, one column per kernel/mode."""
+    runs = sorted((r for r in records if r["fs"] == fs and r["workload"] == wl
+                   and r["tool"] == "bench" and r["status"] == "ok"),
+                  key=sort_key)
+    if not runs:
+        return []
+    n = max(len(r["per_second"]) for r in runs)
+    lines = ["| s | " + " | ".join("%s %s" % (r["kernel"], r["mode"])
+                                   for r in runs) + " |",
+             "|--:|" + "--:|" * len(runs)]
+    for i in range(n):
+        cells = []
+        for r in runs:
+            ps = r["per_second"]
+            cells.append("%4.0fMB/sec, cache %.0f" % (ps[i]["mbps"],
+                                                     ps[i]["cache_mb"])
+                         if i < len(ps) else "")
+        lines.append("| %d | %s |" % (i + 1, " | ".join(cells)))
+    return lines
+
+
+def ratio_rows(records, fs):
+    rows = []
+    for wl in workloads(records, fs):
+        pb = pick(records, fs, wl, "patched", "buffered")
+        pu = pick(records, fs, wl, "patched", "uncached")
+        pd = pick(records, fs, wl, "patched", "direct")
+        ob = pick(records, fs, wl, "pristine", "buffered")
+        rows.append("| %s | %s | %s | %s |" % (
+            wl, fmt_ratio(ratio(pu, pb)), fmt_ratio(ratio(pu, pd)),
+            fmt_ratio(ratio(pb, ob))))
+    return ["| workload | uncached / buffered | uncached / direct | "
+            "patched buffered / pristine buffered |",
+            "|---|--:|--:|--:|"] + rows
+
+
+def target(what, value, goal, met):
+    state = "-" if met is None else ("met" if met else "not met")
+    return "| %s | %s | %s | %s |" % (what, value, goal, state)
+
+
+def speedup(records, fs, wl, goal):
+    """The patched kernel's buffered and uncached runs of @wl, and the
+    target row uncached steady / buffered steady >= @goal."""
+    pb = pick(records, fs, wl, "patched", "buffered")
+    pu = pick(records, fs, wl, "patched", "uncached")
+    r = ratio(pu, pb)
+    return pb, pu, [target("%s: uncached steady / buffered steady" % wl,
+                           fmt_ratio(r), ">= %.1fx" % goal,
+                           None if r is None else r >= goal)]
+
+
+def read_targets(records, fs):
+    pb, pu, out = speedup(records, fs, "read", 1.5)
+    if pu and pb:
+        k = (pu["kswapd_s"] / pb["kswapd_s"] * 100 if pb["kswapd_s"]
+             else None)
+        out.append(target("read: kswapd CPU uncached / buffered",
+                          "%.2f s / %.2f s = %s" % (
+                              pu["kswapd_s"], pb["kswapd_s"], fmt(k, 2, "%")),
+                          "<= 1%", None if k is None else k <= 1))
+        growth = pu["cache_peak_mb"] - pu["cache_start_mb"]
+        g = growth / pu["mb"] * 100 if pu["mb"] else None
+        out.append(target("read: page-cache growth during uncached / data read",
+                          "%.1f MB / %.0f MB = %s" % (growth, pu["mb"],
+                                                      fmt(g, 2, "%")),
+                          "<= 2%", None if g is None else g <= 2))
+    return out
+
+
+def write_targets(records, fs):
+    pb, pu, out = speedup(records, fs, "write", 1.3)
+    if pu and pb:
+        out.append(target(
+            "write: page cache and dirty+writeback, uncached vs buffered",
+            "cache peak %.0f MB (start %.0f), dirty+wb peak %.0f MB; buffered: "
+            "cache peak %.0f MB, dirty+wb peak %.0f MB" % (
+                pu["cache_peak_mb"], pu["cache_start_mb"],
+                pu["dirty_wb_peak_mb"], pb["cache_peak_mb"],
+                pb["dirty_wb_peak_mb"]),
+            "bounded", None))
+    return out
+
+
+def other_targets(records, fs):
+    out = []
+    for wl in ("read", "write"):
+        pb = pick(records, fs, wl, "patched", "buffered")
+        ob = pick(records, fs, wl, "pristine", "buffered")
+        r = ratio(pb, ob)
+        out.append(target("%s: patched buffered / pristine buffered" % wl,
+                          fmt_ratio(r), "within 3% (>= 0.97x)",
+                          None if r is None else r >= 0.97))
+    for wl in ("read", "write"):
+        pu = pick(records, fs, wl, "patched", "uncached")
+        pd = pick(records, fs, wl, "patched", "direct")
+        out.append(target("%s: uncached / O_DIRECT" % wl,
+                          fmt_ratio(ratio(pu, pd)), "report", None))
+    for wl in ("seqwrite-4k", "seqwrite-64k"):
+        pb = pick(records, fs, wl, "patched", "buffered")
+        pu = pick(records, fs, wl, "patched", "uncached")
+        out.append(target("single-stream %s: uncached / buffered" % wl,
+                          fmt_ratio(ratio(pu, pb)), "report", None))
+    return out
+
+
+def fio_table(records):
+    lines = ["| kernel | fs | workload | mode | fio MB/s | uncached_bench "
+             "MB/s steady | fio / uncached_bench | fio's own CPU (sys %) |",
+             "|---|---|---|---|--:|--:|--:|--:|"]
+    for r in sorted((r for r in records if r["tool"] == "fio"),
+                    key=lambda r: (r["fs"], r["workload"]) + sort_key(r)):
+        if r["status"] != "ok":
+            lines.append("| %s | %s | %s | %s | %s |  |  |  |" % (
+                r["kernel"], r["fs"], r["workload"], r["mode"], r["status"]))
+            continue
+        ours = find(records, kernel=r["kernel"], fs=r["fs"],
+                    workload=r["workload"], mode=r["mode"], tool="bench")
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["kernel"], r["fs"], r["workload"], r["mode"], fmt(r["mbps"]),
+            fmt(ours["mbps_steady"] if ours else None),
+            fmt_ratio(ratio(r, ours)), fmt(r.get("fio_sys_cpu_pct"))))
+    return lines
+
+
+GAP_TEXT = """\
+Why uncached I/O is slower than O_DIRECT here: an uncached read still goes
+through the page cache. For every call the kernel allocates folios, reads
+into them (with readahead), copies the data to the user buffer and then
+removes the folios again; O_DIRECT moves the data between the device and
+the user buffer with no folio and no copy. An uncached write copies into
+folios, dirties them, starts their writeback before the call returns (a
+writeback kick per call) and drops them when the writeback completes;
+O_DIRECT writes submit the user buffer directly. What uncached I/O buys
+over O_DIRECT is the buffered semantics (no alignment rules, coherent with
+cached readers and writers of the same file, readahead) without filling
+the page cache. Under TCG every memory copy costs CPU, so the gap is wider
+than on real hardware."""
+
+
+def fs_section(records, fs, plots):
+    md = ["## %s" % fs, "", "### Targets of the issue (one run, measured)",
+          "", "| what | measured | target | |", "|---|---|---|---|"]
+    md += read_targets(records, fs) + write_targets(records, fs)
+    md += other_targets(records, fs)
+    md += ["", "### Ratios of the steady MB/s", ""] + ratio_rows(records, fs)
+    for wl in workloads(records, fs):
+        md += ["", "### %s: %s" % (fs, wl), ""]
+        md += summary_table(records, fs, wl)
+        if (fs, wl) in plots:
+            md += ["", "![%s %s](%s)" % (fs, wl, plots[(fs, wl)])]
+        md += ["", "<details><summary>per second (MB/s, page cache MB)"
+               "</summary>", ""] + per_second_table(records, fs, wl)
+        md += ["", "</details>"]
+    return md + [""]
+
+
+def header(args, records):
+    fss = []
+    for r in records:
+        if r["fs"] not in fss:
+            fss.append(r["fs"])
+    return ["# make bench: buffered vs RWF_UNCACHED vs O_DIRECT", "",
+            "Measured %s. Guest: %s RAM, %s vCPUs, TCG (QEMU, no KVM), one "
+            "emulated NVMe disk per filesystem (host image, cache=unsafe); "
+            "data set %s per filesystem (one file per vCPU, one thread "
+            "each). Kernels: %s (performance config: no lockdep, KASAN or "
+            "DEBUG_VM). Filesystems: %s." % (
+                time.strftime("%Y-%m-%d %H:%M"), args.mem, args.smp, args.data,
+                ", ".join(args.kernels), ", ".join(fss)), "",
+            "MB = 2^20 bytes. *steady*: mean MB/s of the seconds after the "
+            "page cache first filled (the first second kswapd ran), or of the "
+            "last half of the run when it never filled. *first 5 s*: mean of "
+            "seconds 1-5. *kswapd CPU*: CPU time of the kswapd threads during "
+            "the run; *kernel CPU*: system + irq + softirq time of all CPUs "
+            "(/proc/stat). *device MB (KB per request)*: what the NVMe disks "
+            "read (reads) or wrote (writes) during the run, and the mean "
+            "request size (/proc/diskstats): readahead and writeback "
+            "batching show there. Writes: MB/s count the write calls only; "
+            "the fsync "
+            "at the end is timed separately. One run each: the guest shares "
+            "two host cores with QEMU's own threads, so differences of a few "
+            "percent are noise. No timing is judged.", ""]
+
+
+def report(args, records, problems, plots):
+    md = header(args, records)
+    if problems:
+        md += ["**Runs that could not run:**", ""]
+        md += ["- " + p for p in problems] + [""]
+    fss = []
+    for r in records:
+        if r["fs"] not in fss:
+            fss.append(r["fs"])
+    for fs in fss:
+        md += fs_section(records, fs, plots)
+    md += ["## Uncached vs O_DIRECT", "", GAP_TEXT, ""]
+    if any(r["tool"] == "fio" for r in records):
+        md += ["## Cross-check with fio 3.33", "",
+               "fio 3.33 (Debian) sends 0x40 for uncached=1 (RWF_ATOMIC on "
+               "6.11+), so it cannot run RWF_UNCACHED; it checks the buffered "
+               "and O_DIRECT figures: same files, block size and threads, "
+               "ioengine=psync, `--ramp_time` leaving the first seconds (the "
+               "page cache filling) out, to compare with the steady MB/s.",
+               ""] + fio_table(records) + [""]
+    return "\n".join(md)
+
+
+# ---- plots ----
+
+def plot(out, records, fs, wl):
+    runs = sorted((r for r in records if r["fs"] == fs and r["workload"] == wl
+                   and r["tool"] == "bench" and r["status"] == "ok"
+                   and r["per_second"]), key=sort_key)
+    if not runs:
+        return None
+    ddir = os.path.join(out, "plot-data")
+    os.makedirs(ddir, exist_ok=True)
+    series = []
+    for r in runs:
+        path = os.path.join(ddir, "%s-%s-%s-%s.dat" % (r["kernel"], fs, wl,
+                                                       r["mode"]))
+        with open(path, "w") as f:
+            f.write("# t mbps cache_mb dirty_wb_mb kswapd_s sys_s\n")
+            for s in r["per_second"]:
+                f.write("%.3f %.2f %.1f %.1f %.3f %.3f\n" % tuple(
+                    s[k] for k in SECOND_KEYS))
+        series.append((path, "%s %s" % (r["kernel"], r["mode"]),
+                       "lc rgb '%s' dt %d" % (
+                           MODE_COLOURS.get(r["mode"], "black"),
+                           1 if r["kernel"] == "patched" else 2)))
+    png = "%s-%s.png" % (fs, wl)
+
+    def plots(col):
+        return ", ".join("'%s' using 1:%d with linespoints %s lw 1.5 "
+                         "title '%s'" % (p, col, style, t)
+                         for p, t, style in series)
+    script = "\n".join([
+        "set terminal pngcairo size 900,700 font 'Sans,10'",
+        "set output '%s'" % os.path.join(out, png),
+        "set multiplot layout 2,1 title '%s, %s (%s, %s blocks, %d thread(s))'"
+        % (fs, wl, runs[0]["op"], runs[0]["block"], runs[0]["threads"]),
+        "set grid", "set key outside right", "set xlabel 'seconds'",
+        "set xrange [0:*]", "set yrange [0:*]",
+        "set ylabel 'MB/s'", "plot " + plots(2),
+        "set ylabel 'page cache MB'", "plot " + plots(3),
+        "unset multiplot", ""])
+    res = subprocess.run(["gnuplot"], input=script, text=True,
+                         capture_output=True)
+    if res.returncode:
+        sys.stderr.write("gnuplot failed for %s: %s\n" % (png, res.stderr))
+        return None
+    return png
+
+
+# ---- make demo ----
+
+def side_by_side(channel_log):
+    """make demo's closing summary of the buffered and uncached reads."""
+    nonce_file = os.path.join(os.path.dirname(channel_log), "nonce")
+    chan = Channel(channel_log, open(nonce_file).read().strip())
+    b = chan.summary.get("demo/buffered")
+    u = chan.summary.get("demo/uncached")
+    if not b or not u or chan.exit != 0:
+        return 1
+    cb = chan.cachestat.get("demo/buffered", {}).get("cached_mb")
+    cu = chan.cachestat.get("demo/uncached", {}).get("cached_mb")
+    rows = [("MB/s in the first 5 seconds", "mbps_first5", 1),
+            ("MB/s once steady (*)", "mbps_steady", 1),
+            ("kswapd CPU, seconds", "kswapd_s", 2),
+            ("kernel CPU, seconds (both CPUs)", "sys_s", 1),
+            ("page cache at its peak, MB", "cache_peak_mb", 0)]
+    print("\n== Side by side ==\n")
+    print("%-34s %10s %10s" % ("", "buffered", "uncached"))
+    for name, key, d in rows:
+        print("%-34s %10s %10s" % (name, fmt(b[key], d), fmt(u[key], d)))
+    print("%-34s %10s %10s" % ("the file's pages cached after, MB",
+                               fmt(cb, 0), fmt(cu, 0)))
+    print("\n(*) steady: the mean of the seconds after the page cache filled "
+          "(buffered: from second %d),\n    or of the last half of the run "
+          "when it never filled (uncached: seconds %d-%d)." % (
+              b["steady_from"], u["steady_from"], u["steady_to"]))
+    print("\nOnce memory was full, buffered reads ran at %.0f MB/s and uncached "
+          "ones at %.0f MB/s\n(%s). kswapd used %.2f s of CPU for the "
+          "buffered reads and %.2f s for the\nuncached ones; the page cache "
+          "peaked at %.0f MB and %.0f MB. Uncached reads stream\nthrough data "
+          "that will not be read again without pushing everything else out\n"
+          "of memory." % (b["mbps_steady"], u["mbps_steady"],
+                          "uncached / buffered = " + fmt_ratio(ratio(u, b)),
+                          b["kswapd_s"], u["kswapd_s"], b["cache_peak_mb"],
+                          u["cache_peak_mb"]))
+    return 0
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--side-by-side":
+        return side_by_side(sys.argv[2])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--mem", default="?")
+    ap.add_argument("--smp", default="?")
+    ap.add_argument("--data", default="?")
+    ap.add_argument("kernels", nargs="+")
+    args = ap.parse_args()
+    records, problems = [], []
+    for k in args.kernels:
+        recs, probs = load_kernel(args.out, k)
+        records += recs
+        problems += probs
+    plots = {}
+    for r in records:
+        key = (r["fs"], r["workload"])
+        if r["tool"] == "bench" and key not in plots:
+            png = plot(args.out, records, *key)
+            if png:
+                plots[key] = png
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump({"guest": {"mem": args.mem, "smp": args.smp,
+                             "data_set": args.data},
+                   "problems": problems, "records": records}, f, indent=1)
+    with open(os.path.join(args.out, "report.md"), "w") as f:
+        f.write(report(args, records, problems, plots))
+    for p in problems:
+        sys.stderr.write("bench-report: %s\n" % p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# bench.sh - make bench: the page-cache benchmark of buffered, RWF_UNCACHED
+# and O_DIRECT I/O on the pristine and the patched performance kernels.
+# Builds nothing: it boots each kernel once in a small guest with one big
+# NVMe disk per filesystem, runs the matrix of scripts/bench.list there
+# (tests/uncached_bench and, as a cross-check, fio) and writes
+#   build/bench/results.json  one record per kernel x fs x workload x mode
+#   build/bench/report.md     tables, ratios, the issue's targets
+#   build/bench/*.png         MB/s and page cache over time
+# Logs per kernel: build/bench/<kernel>/console.log, channel.log.
+# No timing is judged: it fails only when something could not run.
+#
+# Environment (defaults):
+#   BENCH_MEM (512M) BENCH_SMP (2)   guest RAM and CPUs
+#   BENCH_FS ("ext4 xfs")            filesystems (scripts/bench-disks.list)
+#   BENCH_DATA (4 x BENCH_MEM)       data set per filesystem
+#   BENCH_KERNELS ("pristine patched")
+#   BENCH_PRISTINE_KERNEL, BENCH_PATCHED_KERNEL  bzImages (default:
+#       build/kernel/{pristine,patched}-perf/arch/x86/boot/bzImage)
+#   BENCH_LIST (scripts/bench.list)
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+BENCH_MEM=${BENCH_MEM:-512M}
+BENCH_SMP=${BENCH_SMP:-2}
+BENCH_FS=${BENCH_FS:-ext4 xfs}
+BENCH_KERNELS=${BENCH_KERNELS:-pristine patched}
+BENCH_LIST=${BENCH_LIST:-$TOP/scripts/bench.list}
+OUT=$BUILD/bench
+TOOLS_DIR=$OUT/tools-root
+RUN_OVERHEAD=8		# seconds per run besides its own (drop, fsync, start)
+BOOT_OVERHEAD=60	# seconds per boot besides the runs and the data set
+
+kernel_path() {
+	case $1 in
+	pristine) echo "${BENCH_PRISTINE_KERNEL:-$BUILD/kernel/pristine-perf/arch/x86/boot/bzImage}" ;;
+	patched) echo "${BENCH_PATCHED_KERNEL:-$BUILD/kernel/patched-perf/arch/x86/boot/bzImage}" ;;
+	*) die "unknown kernel '$1' in BENCH_KERNELS (pristine, patched)" ;;
+	esac
+}
+
+# mib SIZE: 512M, 2G -> MiB
+mib() {
+	case $1 in
+	*G) echo $((${1%G} * 1024)) ;;
+	*M) echo "${1%M}" ;;
+	esac
+}
+
+check_settings() {
+	local fs k disk_mib
+	[[ $BENCH_MEM =~ ^[0-9]+[MG]$ ]] || die "BENCH_MEM takes a size like 512M or 1G, not '$BENCH_MEM'"
+	[[ $BENCH_SMP =~ ^[1-9][0-9]*$ ]] || die "BENCH_SMP takes a number of CPUs, not '$BENCH_SMP'"
+	BENCH_DATA=${BENCH_DATA:-$(($(mib "$BENCH_MEM") * 4))M}
+	[[ $BENCH_DATA =~ ^[0-9]+[MG]$ ]] || die "BENCH_DATA takes a size like 2G, not '$BENCH_DATA'"
+	FILE_MIB=$(($(mib "$BENCH_DATA") / BENCH_SMP))
+	[ "$FILE_MIB" -ge 64 ] || die "BENCH_DATA / BENCH_SMP must be 64M or more"
+	for fs in $BENCH_FS; do
+		disk_mib=$(mib "$(list_entries "$TOP/scripts/bench-disks.list" |
+			awk -v fs="$fs" '$1 == fs {print $2}')")
+		[ -n "$disk_mib" ] || die "BENCH_FS: no disk '$fs' in scripts/bench-disks.list"
+		# the data set, one streaming file, room for copy-on-write
+		[ $(($(mib "$BENCH_DATA") + FILE_MIB * 2)) -le "$disk_mib" ] ||
+			die "BENCH_DATA $BENCH_DATA does not fit the ${disk_mib}M $fs disk (scripts/bench-disks.list)"
+	done
+	for k in $BENCH_KERNELS; do
+		need_file "$(kernel_path "$k")" "build the perf kernels first (make kernel FLAVOR=perf, and SERIES=none for pristine)"
+	done
+	need_file "$BENCH_LIST" "the benchmark matrix"
+	need_file "$BUILD/initramfs/initramfs.cpio" "run 'make initramfs' first"
+}
+
+# The rows of the matrix for kernel $1 and filesystem $2.
+rows_for() {
+	list_entries "$BENCH_LIST" | awk -v k="$1" -v fs="$2" '
+		("," $8 ",") ~ ("," k ",") && ($9 == "all" || ("," $9 ",") ~ ("," fs ","))'
+}
+
+uses_fio() {
+	list_entries "$BENCH_LIST" | awk '$2 == "fio" {f = 1} END {exit !f}'
+}
+
+# fio and its shared libraries (it is dynamically linked) for the tools
+# disk, plus the System V shared memory shim the guest kernel needs.
+make_tools_dir() {
+	local fio lib
+	fio=$(command -v fio)
+	[ "$TOOLS_DIR/bin/fio" -nt "$fio" ] &&
+		[ "$TOOLS_DIR/lib/fio-shm-shim.so" -nt "$TOP/scripts/fio-shm-shim.c" ] && return 0
+	rm -rf "$TOOLS_DIR"
+	mkdir -p "$TOOLS_DIR/bin" "$TOOLS_DIR/lib"
+	cp -L "$fio" "$TOOLS_DIR/bin/fio"
+	for lib in $(ldd "$fio" | awk '/=>/ {print $3} /ld-linux/ {print $1}'); do
+		cp -L "$lib" "$TOOLS_DIR/lib/"
+	done
+	gcc -shared -fPIC -O2 -Wall -Wextra -Werror -o "$TOOLS_DIR/lib/fio-shm-shim.so" \
+		"$TOP/scripts/fio-shm-shim.c" || die "cannot build the fio shim"
+}
+
+# The disk list of this run: the bench disks, and fio's tools disk.
+write_disks_list() {
+	list_entries "$TOP/scripts/bench-disks.list"
+	uses_fio && printf 'tools\t256M\tmkfs.ext4 -F -q -d %s\n' "$TOOLS_DIR"
+	return 0
+}
+
+# The guest command for kernel $1; the runs it must report go to $2
+# (fs id tool op mode block threads seconds options, tab-separated).
+write_guest_cmd() {
+	local kernel=$1 expected=$2 fs id tool op mode bs threads secs opts
+	printf 'BENCH_SMP=%s\nBENCH_FILESIZE=%sM\n' "$BENCH_SMP" "$FILE_MIB"
+	cat "$TOP/scripts/bench-guest.sh"
+	: >"$expected"
+	for fs in $BENCH_FS; do
+		echo "bench_prepare $fs"
+		while read -r id tool op mode bs threads secs _ _ opts; do
+			echo "bench_run $fs $id $tool $op $mode $bs $threads $secs '$opts'"
+			[ "$threads" = - ] && threads=$BENCH_SMP
+			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$fs" "$id" "$tool" \
+				"$op" "$mode" "$bs" "$threads" "$secs" "$opts" >>"$expected"
+		done < <(rows_for "$kernel" "$fs")
+	done
+	echo "bench_done"
+}
+
+# Seconds the runs of kernel $1 should take.
+estimate() {
+	local fs total=$BOOT_OVERHEAD
+	for fs in $BENCH_FS; do
+		total=$((total + $(rows_for "$1" "$fs" | awk -v o=$RUN_OVERHEAD '{s += $7 + o} END {print s + 0}')))
+		total=$((total + $(mib "$BENCH_DATA") / 100))
+	done
+	echo "$total"
+}
+
+# Show the guest's progress: one line per run and its result.
+progress() {
+	grep --line-buffered -E '^(bench-run-begin|  steady|  total|uncached_bench: error|init: |Kernel panic|BUG:|WARNING:)' |
+		grep --line-buffered -v 'as tools' |
+		sed -u 's/^/  guest: /' >&2 || true
+}
+
+run_kernel() {
+	local k=$1 dir=$OUT/$1 secs
+	mkdir -p "$dir"
+	write_guest_cmd "$k" "$dir/expected" >"$dir/guest-cmd.sh"
+	secs=$(estimate "$k")
+	log "$k: booting $(kernel_path "$k") ($BENCH_MEM, $BENCH_SMP CPUs, $BENCH_FS; about $((secs / 60 + 1)) min)"
+	DISKS_LIST=$OUT/disks.list "$TOP/scripts/run-qemu.sh" --kernel "$(kernel_path "$k")" \
+		--initrd "$BUILD/initramfs/initramfs.cpio" --results "$dir/run" \
+		--mode cmd --cmd "$(cat "$dir/guest-cmd.sh")" \
+		--fs "$BENCH_FS$(uses_fio && echo ' tools')" \
+		--mem "$BENCH_MEM" --smp "$BENCH_SMP" --timeout $((secs * 2 + 300)) \
+		</dev/null | progress
+	cp "$dir/run/console.log" "$dir/run/channel.log" "$dir/run/nonce" "$dir/"
+	rm -rf "$dir/run/disks"
+}
+
+main() {
+	local k total=0 start=$SECONDS
+	need_cmd qemu-system-x86_64 gnuplot python3 gcc mkfs.ext4
+	check_settings
+	rm -rf "$OUT"/*.png "$OUT/plot-data" "$OUT/results.json" "$OUT/report.md" \
+		"$OUT/pristine" "$OUT/patched"
+	mkdir -p "$OUT"
+	if uses_fio; then
+		need_cmd fio ldd
+		make_tools_dir
+	fi
+	write_disks_list >"$OUT/disks.list"
+	for k in $BENCH_KERNELS; do
+		total=$((total + $(estimate "$k")))
+	done
+	log "benchmark of $BENCH_KERNELS on $BENCH_FS, data set $BENCH_DATA per filesystem: about $((total / 60 + 1)) minutes"
+	for k in $BENCH_KERNELS; do
+		run_kernel "$k"
+	done
+	# shellcheck disable=SC2086
+	python3 "$TOP/scripts/bench-report.py" --out "$OUT" --mem "$BENCH_MEM" \
+		--smp "$BENCH_SMP" --data "$BENCH_DATA" $BENCH_KERNELS ||
+		die "some runs could not run (see $OUT/report.md)"
+	log "done in $(((SECONDS - start) / 60)) min: $OUT/report.md, $OUT/results.json, $OUT/*.png"
+}
+
+main "$@"

@@ -1,0 +1,842 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * uncached_bench - streaming read/write benchmark for buffered, RWF_UNCACHED
+ * and O_DIRECT I/O, after the seeds' test: N files, one thread each, each
+ * thread reads (or writes) its file sequentially in BLOCK-sized calls,
+ * wrapping at FILESIZE, until the time (or byte) budget is spent.
+ *
+ * Every second it prints the throughput of that second and what the system
+ * did meanwhile (from /proc): the page cache size, dirty + writeback
+ * memory, the CPU time kswapd used and the kernel CPU time (system + irq +
+ * softirq, all CPUs). At the end: totals, the first-5-seconds figure and
+ * the steady-state figure, the mean of the seconds after the page cache
+ * first filled (the first second kswapd ran), or of the last half of the
+ * run when it never filled. Writes end with fsync() of every file, timed
+ * separately: the MB/s figures measure the per-second progress of the
+ * write calls only. MB means MiB (2^20 bytes) throughout.
+ *
+ * With --json, machine-readable lines follow the text ones:
+ *   uncached-bench-sec {...}      one per second
+ *   uncached-bench-summary {...}  one at the end
+ *
+ * Other actions: --prepare creates the data set (O_DIRECT writes, so the
+ * page cache stays clean; files of the right size are reused), --cachestat
+ * reports how much of each file is in the page cache.
+ */
+#include "uncached_io.h"
+
+#include <dirent.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/statfs.h>
+#include <time.h>
+
+#define MIB		(1024.0 * 1024.0)
+#define MAX_THREADS	64
+#define MAX_SECONDS	3600
+#define MAX_KSWAPD	16
+#define PREP_BLOCK	(1 << 20)
+
+enum action { ACT_RUN, ACT_PREPARE, ACT_CACHESTAT };
+enum mode { MODE_BUFFERED, MODE_UNCACHED, MODE_DIRECT };
+
+static const char *const mode_names[] = { "buffered", "uncached", "direct" };
+
+struct options {
+	enum action action;
+	enum mode mode;
+	bool write;
+	size_t bs;
+	int threads;
+	uint64_t filesize;
+	int seconds;
+	uint64_t max_bytes;
+	const char *prefix;
+	const char *label;
+	bool json;
+	bool truncate;
+	bool drop;
+};
+
+static struct options opt = {
+	.mode = MODE_BUFFERED,
+	.bs = 64 << 10,
+	.filesize = 1ULL << 30,
+	.label = "",
+	.drop = true,
+};
+
+/* One worker per file. */
+struct worker {
+	pthread_t thread;
+	int idx;
+	int fd;
+	void *buf;
+	_Atomic uint64_t bytes;
+	int err;		/* errno of the failed call, or 0 */
+	const char *what;	/* which call failed */
+};
+
+static struct worker workers[MAX_THREADS];
+static atomic_bool stop;
+static _Atomic uint64_t reserved;
+static atomic_int running;
+
+/* What the system looked like at one instant (from /proc). */
+struct snapshot {
+	double t;		/* seconds since the start */
+	uint64_t bytes;		/* transferred by all workers */
+	double cached_mb, dirty_wb_mb, free_mb;
+	double kswapd_s;	/* CPU of all kswapd threads */
+	double user_s, sys_s, iowait_s, idle_s;	/* /proc/stat, all CPUs */
+	double dev_rd_mb, dev_wr_mb;	/* /proc/diskstats, all NVMe disks */
+	uint64_t dev_rd_ios, dev_wr_ios;
+};
+
+static struct snapshot samples[MAX_SECONDS + 2];
+static int nsamples;
+static pid_t kswapd_pids[MAX_KSWAPD];
+static int nkswapd;
+static double clk_tck;
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "uncached_bench: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nusage: uncached_bench -f FILE-PREFIX [-m buffered|uncached|direct]\n"
+		"  [-o read|write] [-b BLOCK] [-j THREADS] [-s FILESIZE] [-t SECONDS]\n"
+		"  [-n BYTES] [--truncate] [--no-drop] [--json] [--label TEXT]\n"
+		"  uncached_bench -f FILE-PREFIX [-j THREADS] [-s FILESIZE] --prepare\n"
+		"  uncached_bench -f FILE-PREFIX [-j THREADS] --cachestat\n"
+		"Files are FILE-PREFIX.0 .. FILE-PREFIX.<THREADS-1>, one thread each.\n"
+		"Sizes take K, M or G (powers of 1024). Defaults: buffered read,\n"
+		"64K blocks, one thread per CPU, 1G files, 30 seconds.\n");
+	exit(2);
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "uncached_bench: error: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	exit(1);
+}
+
+static uint64_t parse_size(const char *s, const char *what)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		usage_error("%s: '%s' is not a size", what, s);
+	switch (*end) {
+	case 'G': case 'g':
+		v <<= 10;
+		/* fall through */
+	case 'M': case 'm':
+		v <<= 10;
+		/* fall through */
+	case 'K': case 'k':
+		v <<= 10;
+		end++;
+		break;
+	}
+	if (*end || !v)
+		usage_error("%s: '%s' is not a positive size", what, s);
+	return v;
+}
+
+static long parse_num(const char *s, const char *what, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		usage_error("%s must be a number from %ld to %ld, not '%s'",
+			    what, min, max, s);
+	return v;
+}
+
+static int parse_choice(const char *s, const char *const *names, int n,
+			const char *what)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	usage_error("unknown %s '%s'", what, s);
+}
+
+static void check_label(const char *s)
+{
+	for (; *s; s++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyz"
+			    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:/=+-", *s))
+			usage_error("--label allows letters, digits and _.:/=+- only");
+}
+
+static void validate_options(void)
+{
+	if (!opt.prefix)
+		usage_error("-f FILE-PREFIX is required");
+	if (!opt.threads)
+		opt.threads = sysconf(_SC_NPROCESSORS_ONLN);
+	if (opt.threads < 1 || opt.threads > MAX_THREADS)
+		opt.threads = opt.threads < 1 ? 1 : MAX_THREADS;
+	if (opt.bs % 512 || opt.bs > (64 << 20))
+		usage_error("-b must be a multiple of 512 up to 64M");
+	if (opt.filesize % opt.bs || opt.filesize % 4096)
+		usage_error("-s must be a multiple of the block size and of 4K");
+	if (!opt.seconds && !opt.max_bytes)
+		opt.seconds = 30;
+	if (!opt.seconds)
+		opt.seconds = MAX_SECONDS;
+}
+
+static void parse_args(int argc, char **argv)
+{
+	static const char *const ops[] = { "read", "write" };
+	static const struct option longs[] = {
+		{ "json", no_argument, NULL, 'J' },
+		{ "label", required_argument, NULL, 'L' },
+		{ "prepare", no_argument, NULL, 'P' },
+		{ "cachestat", no_argument, NULL, 'C' },
+		{ "truncate", no_argument, NULL, 'T' },
+		{ "no-drop", no_argument, NULL, 'D' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "m:o:b:j:s:t:n:f:h", longs,
+				NULL)) != -1) {
+		switch (c) {
+		case 'm': opt.mode = parse_choice(optarg, mode_names, 3, "mode"); break;
+		case 'o': opt.write = parse_choice(optarg, ops, 2, "operation"); break;
+		case 'b': opt.bs = parse_size(optarg, "-b"); break;
+		case 'j': opt.threads = parse_num(optarg, "-j", 1, MAX_THREADS); break;
+		case 's': opt.filesize = parse_size(optarg, "-s"); break;
+		case 't': opt.seconds = parse_num(optarg, "-t", 1, MAX_SECONDS); break;
+		case 'n': opt.max_bytes = parse_size(optarg, "-n"); break;
+		case 'f': opt.prefix = optarg; break;
+		case 'J': opt.json = true; break;
+		case 'L': check_label(optarg); opt.label = optarg; break;
+		case 'P': opt.action = ACT_PREPARE; break;
+		case 'C': opt.action = ACT_CACHESTAT; break;
+		case 'T': opt.truncate = true; break;
+		case 'D': opt.drop = false; break;
+		case 'h': usage_error("help");
+		default: usage_error("bad option");
+		}
+	}
+	if (optind != argc)
+		usage_error("unexpected argument '%s'", argv[optind]);
+	validate_options();
+}
+
+static const char *file_name(int idx)
+{
+	static char names[MAX_THREADS][4096];
+
+	snprintf(names[idx], sizeof(names[idx]), "%s.%d", opt.prefix, idx);
+	return names[idx];
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- what the system does: /proc ---- */
+
+static void find_kswapd(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	char path[300], comm[32];
+	FILE *f;
+
+	if (!d)
+		die("cannot open /proc: %s", strerror(errno));
+	while ((de = readdir(d)) && nkswapd < MAX_KSWAPD) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strncmp(comm, "kswapd", 6))
+			kswapd_pids[nkswapd++] = atoi(de->d_name);
+		fclose(f);
+	}
+	closedir(d);
+}
+
+/* utime + stime of @pid in seconds (fields 14 and 15 of /proc/PID/stat). */
+static double task_cpu(pid_t pid)
+{
+	unsigned long long ut = 0, st = 0;
+	char path[64], buf[1024], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &ut, &st) != 2)
+		return 0;
+	return (ut + st) / clk_tck;
+}
+
+static void read_proc_stat(struct snapshot *s)
+{
+	unsigned long long u, ni, sy, id, io, irq, sirq;
+	FILE *f = fopen("/proc/stat", "r");
+
+	if (!f || fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &u, &ni,
+			 &sy, &id, &io, &irq, &sirq) != 7)
+		die("cannot parse /proc/stat");
+	fclose(f);
+	s->user_s = (u + ni) / clk_tck;
+	s->sys_s = (sy + irq + sirq) / clk_tck;
+	s->iowait_s = io / clk_tck;
+	s->idle_s = id / clk_tck;
+}
+
+static void read_meminfo(struct snapshot *s)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	unsigned long long kb;
+	char key[64];
+
+	if (!f)
+		die("cannot open /proc/meminfo: %s", strerror(errno));
+	s->dirty_wb_mb = 0;
+	while (fscanf(f, "%63s %llu kB\n", key, &kb) == 2) {
+		if (!strcmp(key, "Cached:"))
+			s->cached_mb = kb / 1024.0;
+		else if (!strcmp(key, "MemFree:"))
+			s->free_mb = kb / 1024.0;
+		else if (!strcmp(key, "Dirty:") || !strcmp(key, "Writeback:"))
+			s->dirty_wb_mb += kb / 1024.0;
+	}
+	fclose(f);
+}
+
+/* Sectors and requests of all whole NVMe disks (nvmeXnY). */
+static void read_diskstats(struct snapshot *s)
+{
+	unsigned long long rio, rsec, wio, wsec;
+	FILE *f = fopen("/proc/diskstats", "r");
+	char name[64], line[512];
+	int a, b;
+
+	s->dev_rd_mb = s->dev_wr_mb = 0;
+	s->dev_rd_ios = s->dev_wr_ios = 0;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*u %*u %63s %llu %*u %llu %*u %llu %*u %llu",
+			   name, &rio, &rsec, &wio, &wsec) != 5 ||
+		    sscanf(name, "nvme%dn%d", &a, &b) != 2 || strchr(name, 'p'))
+			continue;
+		s->dev_rd_mb += rsec * 512 / MIB;
+		s->dev_wr_mb += wsec * 512 / MIB;
+		s->dev_rd_ios += rio;
+		s->dev_wr_ios += wio;
+	}
+	fclose(f);
+}
+
+static void take_snapshot(struct snapshot *s, double t0)
+{
+	int i;
+
+	s->t = now() - t0;
+	s->bytes = 0;
+	for (i = 0; i < opt.threads; i++)
+		s->bytes += atomic_load(&workers[i].bytes);
+	s->kswapd_s = 0;
+	for (i = 0; i < nkswapd; i++)
+		s->kswapd_s += task_cpu(kswapd_pids[i]);
+	read_proc_stat(s);
+	read_meminfo(s);
+	read_diskstats(s);
+}
+
+/* ---- the workers ---- */
+
+static bool reserve_block(void)
+{
+	if (!opt.max_bytes)
+		return true;
+	return atomic_fetch_add(&reserved, opt.bs) < opt.max_bytes;
+}
+
+static ssize_t do_io(struct worker *w, uint64_t off)
+{
+	struct iovec iov = { .iov_base = w->buf, .iov_len = opt.bs };
+	int flags = opt.mode == MODE_UNCACHED ? RWF_UNCACHED : 0;
+
+	if (opt.write)
+		return pwritev2(w->fd, &iov, 1, off, flags);
+	return preadv2(w->fd, &iov, 1, off, flags);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t off = 0;
+	ssize_t ret;
+
+	while (!atomic_load_explicit(&stop, memory_order_relaxed) &&
+	       reserve_block()) {
+		ret = do_io(w, off);
+		if (ret != (ssize_t)opt.bs) {
+			w->err = ret < 0 ? errno : EIO;
+			w->what = ret < 0 ? (opt.write ? "pwritev2" : "preadv2") :
+					    "short transfer";
+			atomic_store(&stop, true);
+			break;
+		}
+		atomic_fetch_add_explicit(&w->bytes, opt.bs,
+					  memory_order_relaxed);
+		off += opt.bs;
+		if (off >= opt.filesize)
+			off = 0;
+	}
+	atomic_fetch_sub(&running, 1);
+	return NULL;
+}
+
+static int open_file(int idx)
+{
+	int flags = opt.write ? O_WRONLY | O_CREAT : O_RDONLY;
+	const char *name = file_name(idx);
+	struct stat st;
+	int fd;
+
+	if (opt.mode == MODE_DIRECT)
+		flags |= O_DIRECT;
+	fd = open(name, flags, 0644);
+	if (fd < 0)
+		die("open %s: %s", name, strerror(errno));
+	if (fstat(fd, &st))
+		die("stat %s: %s", name, strerror(errno));
+	if (!opt.write && (uint64_t)st.st_size < opt.filesize)
+		die("%s has %lld bytes, fewer than -s %llu: make the data set with --prepare first",
+		    name, (long long)st.st_size,
+		    (unsigned long long)opt.filesize);
+	if (opt.truncate && ftruncate(fd, 0))
+		die("truncate %s: %s", name, strerror(errno));
+	return fd;
+}
+
+static void start_workers(void)
+{
+	int i;
+
+	atomic_store(&running, opt.threads);
+	for (i = 0; i < opt.threads; i++) {
+		struct worker *w = &workers[i];
+
+		w->idx = i;
+		w->fd = open_file(i);
+		if (posix_memalign(&w->buf, 4096, opt.bs))
+			die("out of memory for a %zu-byte buffer", opt.bs);
+		fill_pattern(w->buf, opt.bs, 0, i + 1);
+	}
+	for (i = 0; i < opt.threads; i++)
+		if (pthread_create(&workers[i].thread, NULL, worker_main,
+				   &workers[i]))
+			die("cannot start thread %d", i);
+}
+
+/* Stop and join the workers; die on the first one that failed. */
+static void stop_workers(void)
+{
+	int i;
+
+	atomic_store(&stop, true);
+	for (i = 0; i < opt.threads; i++)
+		pthread_join(workers[i].thread, NULL);
+	for (i = 0; i < opt.threads; i++) {
+		struct worker *w = &workers[i];
+
+		if (w->err == EOPNOTSUPP && opt.mode == MODE_UNCACHED)
+			die("%s of %s: RWF_UNCACHED is not supported here (%s): a kernel without the series, or a filesystem without FOP_UNCACHED",
+			    w->what, file_name(i), strerror(w->err));
+		if (w->err)
+			die("%s of %s failed: %s", w->what, file_name(i),
+			    strerror(w->err));
+	}
+}
+
+/* ---- reporting ---- */
+
+static const char *fs_name(int fd)
+{
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf))
+		return "unknown";
+	switch ((unsigned long)sf.f_type) {
+	case 0xEF53: return "ext4";
+	case 0x58465342: return "xfs";
+	case 0x9123683E: return "btrfs";
+	case 0x01021994: return "tmpfs";
+	case 0x858458f6: return "ramfs";
+	}
+	return "other";
+}
+
+static double rate(int from, int to)
+{
+	const struct snapshot *a = &samples[from], *b = &samples[to];
+
+	if (b->t <= a->t)
+		return 0;
+	return (b->bytes - a->bytes) / MIB / (b->t - a->t);
+}
+
+static void print_second(int i)
+{
+	const struct snapshot *a = &samples[i - 1], *b = &samples[i];
+
+	if (b->t + 0.05 >= i)
+		printf("%4ds:", i);
+	else
+		printf("%5.1fs", b->t);
+	printf(" %6.0fMB/sec  cache %4.0fMB  dirty+wb %4.0fMB  kswapd %.2fs  sys %.2fs\n",
+	       rate(i - 1, i), b->cached_mb, b->dirty_wb_mb,
+	       b->kswapd_s - a->kswapd_s, b->sys_s - a->sys_s);
+	if (opt.json)
+		printf("uncached-bench-sec {\"label\":\"%s\",\"sec\":%d,\"t\":%.3f,\"dt\":%.3f,\"mbps\":%.1f,\"cache_mb\":%.1f,\"dirty_wb_mb\":%.1f,\"free_mb\":%.1f,\"kswapd_s\":%.3f,\"sys_s\":%.3f,\"user_s\":%.3f,\"iowait_s\":%.3f,\"dev_rd_mb\":%.1f,\"dev_wr_mb\":%.1f}\n",
+		       opt.label, i, b->t, b->t - a->t, rate(i - 1, i),
+		       b->cached_mb, b->dirty_wb_mb, b->free_mb,
+		       b->kswapd_s - a->kswapd_s, b->sys_s - a->sys_s,
+		       b->user_s - a->user_s, b->iowait_s - a->iowait_s,
+		       b->dev_rd_mb - a->dev_rd_mb, b->dev_wr_mb - a->dev_wr_mb);
+	fflush(stdout);
+}
+
+static bool failed(void)
+{
+	int i;
+
+	for (i = 0; i < opt.threads; i++)
+		if (workers[i].err)
+			return true;
+	return false;
+}
+
+/* Sample /proc every second until the budget is spent or workers end. */
+static void sample_loop(double t0)
+{
+	double next = 1, left;
+
+	for (;;) {
+		bool done = !atomic_load(&running);
+
+		left = next - (now() - t0);
+		if (!done && left > 0) {
+			usleep(left > 0.05 ? 50000 : (useconds_t)(left * 1e6));
+			continue;
+		}
+		nsamples++;
+		take_snapshot(&samples[nsamples], t0);
+		if (done && failed())
+			return;		/* stop_workers() says why */
+		print_second(nsamples);
+		if (done || nsamples >= opt.seconds)
+			return;
+		next += 1;
+	}
+}
+
+struct summary {
+	int last;		/* index of the last sample */
+	int fill;		/* second in which kswapd first ran, or 0 */
+	int steady_from;	/* first second of the steady window */
+	double cache_peak, dirty_wb_peak;
+	double fsync_s, cache_after_fsync;
+	const char *fs;
+};
+
+static void find_windows(struct summary *sm)
+{
+	int i, n = nsamples;
+
+	/* a last partial second (the byte budget ran out) is not steady */
+	if (n > 1 && samples[n].t - samples[n - 1].t < 0.5)
+		n--;
+	sm->last = n;
+	sm->fill = 0;
+	for (i = 1; i <= nsamples && !sm->fill; i++)
+		if (samples[i].kswapd_s > samples[0].kswapd_s + 1e-6)
+			sm->fill = i;
+	if (sm->fill && n - sm->fill >= 2)
+		sm->steady_from = sm->fill + 1;
+	else
+		sm->steady_from = n / 2 + 1;
+	sm->cache_peak = sm->dirty_wb_peak = 0;
+	for (i = 0; i <= nsamples; i++) {
+		if (samples[i].cached_mb > sm->cache_peak)
+			sm->cache_peak = samples[i].cached_mb;
+		if (samples[i].dirty_wb_mb > sm->dirty_wb_peak)
+			sm->dirty_wb_peak = samples[i].dirty_wb_mb;
+	}
+}
+
+static double avg_kb(double mb, uint64_t ios)
+{
+	return ios ? mb * 1024 / ios : 0;
+}
+
+static void print_device_io(const struct snapshot *a, const struct snapshot *b)
+{
+	double rd = b->dev_rd_mb - a->dev_rd_mb, wr = b->dev_wr_mb - a->dev_wr_mb;
+	uint64_t rio = b->dev_rd_ios - a->dev_rd_ios;
+	uint64_t wio = b->dev_wr_ios - a->dev_wr_ios;
+
+	printf("  device I/O   %.0f MB read in %llu requests (%.0f KB each), %.0f MB written in %llu requests (%.0f KB each), all NVMe disks\n",
+	       rd, (unsigned long long)rio, avg_kb(rd, rio), wr,
+	       (unsigned long long)wio, avg_kb(wr, wio));
+}
+
+static void print_summary_text(const struct summary *sm)
+{
+	const struct snapshot *s0 = &samples[0], *e = &samples[nsamples];
+	const struct snapshot *sa = &samples[sm->steady_from - 1];
+	const struct snapshot *sb = &samples[sm->last];
+	int first5 = sm->last < 5 ? sm->last : 5;
+	double steady_secs = sb->t - sa->t;
+
+	printf("summary: %s %s on %s, %d file(s) x %llu MB, %zu KB blocks (MB = 2^20 bytes)\n",
+	       opt.write ? "write" : "read", mode_names[opt.mode], sm->fs,
+	       opt.threads, (unsigned long long)(opt.filesize >> 20),
+	       opt.bs >> 10);
+	printf("  total        %.0f MB in %.1f s: %.1f MB/s\n",
+	       e->bytes / MIB, e->t, rate(0, nsamples));
+	printf("  first %d s    %.1f MB/s\n", first5, rate(0, first5));
+	printf("  steady       %.1f MB/s (seconds %d-%d: %s)\n",
+	       rate(sm->steady_from - 1, sm->last), sm->steady_from, sm->last,
+	       sm->fill && sm->steady_from == sm->fill + 1 ?
+	       "after the page cache filled" :
+	       sm->fill ? "the last half; the cache filled too late" :
+	       "the last half; the page cache never filled");
+	printf("  kswapd CPU   %.2f s (%.2f s per steady second)\n",
+	       e->kswapd_s - s0->kswapd_s,
+	       steady_secs > 0 ? (sb->kswapd_s - sa->kswapd_s) / steady_secs : 0);
+	printf("  kernel CPU   %.2f s, user CPU %.2f s (all CPUs; kernel = system + irq + softirq)\n",
+	       e->sys_s - s0->sys_s, e->user_s - s0->user_s);
+	printf("  page cache   %.0f MB at the start, %.0f MB peak, %.0f MB at the end; dirty+writeback peak %.0f MB\n",
+	       s0->cached_mb, sm->cache_peak, e->cached_mb, sm->dirty_wb_peak);
+	print_device_io(s0, e);
+	if (opt.write)
+		printf("  fsync        %.2f s after the timed part; page cache then %.0f MB\n",
+		       sm->fsync_s, sm->cache_after_fsync);
+}
+
+static void print_summary_json(const struct summary *sm)
+{
+	const struct snapshot *s0 = &samples[0], *e = &samples[nsamples];
+	const struct snapshot *sa = &samples[sm->steady_from - 1];
+	const struct snapshot *sb = &samples[sm->last];
+	int first5 = sm->last < 5 ? sm->last : 5;
+
+	printf("uncached-bench-summary {\"label\":\"%s\",\"op\":\"%s\",\"mode\":\"%s\",\"fs\":\"%s\",\"bs\":%zu,\"threads\":%d,\"filesize\":%llu,\"truncate\":%s,",
+	       opt.label, opt.write ? "write" : "read", mode_names[opt.mode],
+	       sm->fs, opt.bs, opt.threads,
+	       (unsigned long long)opt.filesize,
+	       opt.truncate ? "true" : "false");
+	printf("\"seconds\":%.3f,\"mb\":%.1f,\"mbps_total\":%.2f,\"mbps_first5\":%.2f,\"mbps_steady\":%.2f,\"fill_sec\":%d,\"steady_from\":%d,\"steady_to\":%d,",
+	       e->t, e->bytes / MIB, rate(0, nsamples), rate(0, first5),
+	       rate(sm->steady_from - 1, sm->last), sm->fill,
+	       sm->steady_from, sm->last);
+	printf("\"kswapd_s\":%.3f,\"kswapd_steady_s\":%.3f,\"sys_s\":%.3f,\"sys_steady_s\":%.3f,\"user_s\":%.3f,",
+	       e->kswapd_s - s0->kswapd_s, sb->kswapd_s - sa->kswapd_s,
+	       e->sys_s - s0->sys_s, sb->sys_s - sa->sys_s,
+	       e->user_s - s0->user_s);
+	printf("\"cache_start_mb\":%.1f,\"cache_peak_mb\":%.1f,\"cache_final_mb\":%.1f,\"dirty_wb_peak_mb\":%.1f,\"fsync_s\":%.3f,\"cache_after_fsync_mb\":%.1f,",
+	       s0->cached_mb, sm->cache_peak, e->cached_mb, sm->dirty_wb_peak,
+	       sm->fsync_s, sm->cache_after_fsync);
+	printf("\"dev_rd_mb\":%.1f,\"dev_wr_mb\":%.1f,\"dev_rd_ios\":%llu,\"dev_wr_ios\":%llu}\n",
+	       e->dev_rd_mb - s0->dev_rd_mb, e->dev_wr_mb - s0->dev_wr_mb,
+	       (unsigned long long)(e->dev_rd_ios - s0->dev_rd_ios),
+	       (unsigned long long)(e->dev_wr_ios - s0->dev_wr_ios));
+}
+
+/* Writes: fsync every file (timed), then close them all. */
+static void finish_files(struct summary *sm)
+{
+	struct snapshot s;
+	double t = now();
+	int i;
+
+	for (i = 0; i < opt.threads; i++)
+		if (opt.write && fsync(workers[i].fd))
+			die("fsync %s: %s", file_name(i), strerror(errno));
+	sm->fsync_s = opt.write ? now() - t : 0;
+	read_meminfo(&s);
+	sm->cache_after_fsync = s.cached_mb;
+	for (i = 0; i < opt.threads; i++) {
+		close(workers[i].fd);
+		free(workers[i].buf);
+	}
+}
+
+static int run_benchmark(void)
+{
+	struct summary sm;
+	double t0;
+
+	clk_tck = sysconf(_SC_CLK_TCK);
+	if (opt.drop)
+		drop_caches();
+	find_kswapd();
+	printf("uncached_bench: %s %s, %d thread(s), one file each (%s.N, %llu MB), %zu KB blocks, %d s at most",
+	       opt.write ? "write" : "read", mode_names[opt.mode], opt.threads,
+	       opt.prefix, (unsigned long long)(opt.filesize >> 20),
+	       opt.bs >> 10, opt.seconds);
+	if (opt.max_bytes)
+		printf(", %llu MB at most",
+		       (unsigned long long)(opt.max_bytes >> 20));
+	printf("%s\n", opt.drop ? ", caches dropped first" : "");
+	start_workers();
+	sm.fs = fs_name(workers[0].fd);
+	t0 = now();
+	take_snapshot(&samples[0], t0);
+	sample_loop(t0);
+	stop_workers();
+	finish_files(&sm);
+	find_windows(&sm);
+	print_summary_text(&sm);
+	if (opt.json)
+		print_summary_json(&sm);
+	return 0;
+}
+
+/* ---- the data set ---- */
+
+static bool file_ready(const char *name)
+{
+	struct stat st;
+
+	return !stat(name, &st) && (uint64_t)st.st_size == opt.filesize &&
+	       (uint64_t)st.st_blocks * 512 >= opt.filesize;
+}
+
+static void prepare_file(int idx, void *buf)
+{
+	const char *name = file_name(idx);
+	double t = now();
+	uint64_t off;
+	size_t n;
+	int fd;
+
+	if (file_ready(name)) {
+		printf("reusing %s (%llu MB)\n", name,
+		       (unsigned long long)(opt.filesize >> 20));
+		return;
+	}
+	fd = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644);
+	if (fd < 0)
+		die("create %s: %s", name, strerror(errno));
+	for (off = 0; off < opt.filesize; off += n) {
+		n = opt.filesize - off < PREP_BLOCK ? opt.filesize - off :
+						      PREP_BLOCK;
+		if (pwrite(fd, buf, n, off) != (ssize_t)n)
+			die("write %s at %llu: %s", name,
+			    (unsigned long long)off, strerror(errno));
+	}
+	if (fsync(fd) || close(fd))
+		die("fsync %s: %s", name, strerror(errno));
+	t = now() - t;
+	printf("created %s: %llu MB in %.1f s (%.0f MB/s, O_DIRECT)\n", name,
+	       (unsigned long long)(opt.filesize >> 20), t,
+	       opt.filesize / MIB / t);
+}
+
+static int prepare_data_set(void)
+{
+	void *buf;
+	int i;
+
+	if (posix_memalign(&buf, 4096, PREP_BLOCK))
+		die("out of memory");
+	fill_pattern(buf, PREP_BLOCK, 0, 1);
+	for (i = 0; i < opt.threads; i++)
+		prepare_file(i, buf);
+	free(buf);
+	return 0;
+}
+
+static int report_cachestat(void)
+{
+	struct cachestat cs;
+	struct stat st;
+	int i, fd;
+
+	for (i = 0; i < opt.threads; i++) {
+		fd = open(file_name(i), O_RDONLY);
+		if (fd < 0 || fstat(fd, &st))
+			die("open %s: %s", file_name(i), strerror(errno));
+		cs = file_cachestat(fd, 0, 0);
+		printf("cachestat %s: %.0f of %.0f MB in the page cache (%llu pages; dirty %llu, writeback %llu, evicted %llu, recently evicted %llu)\n",
+		       file_name(i), cs.nr_cache * PAGE_SZ / MIB,
+		       st.st_size / MIB, (unsigned long long)cs.nr_cache,
+		       (unsigned long long)cs.nr_dirty,
+		       (unsigned long long)cs.nr_writeback,
+		       (unsigned long long)cs.nr_evicted,
+		       (unsigned long long)cs.nr_recently_evicted);
+		if (opt.json)
+			printf("uncached-bench-cachestat {\"label\":\"%s\",\"file\":\"%s\",\"size_mb\":%.1f,\"cached_mb\":%.1f,\"dirty\":%llu,\"writeback\":%llu}\n",
+			       opt.label, file_name(i), st.st_size / MIB,
+			       cs.nr_cache * PAGE_SZ / MIB,
+			       (unsigned long long)cs.nr_dirty,
+			       (unsigned long long)cs.nr_writeback);
+		close(fd);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	parse_args(argc, argv);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	switch (opt.action) {
+	case ACT_PREPARE:
+		return prepare_data_set();
+	case ACT_CACHESTAT:
+		return report_cachestat();
+	default:
+		return run_benchmark();
+	}
+}
