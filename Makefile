@@ -17,7 +17,8 @@ KERNEL := build/kernel/$(TREE)-$(FLAVOR)/arch/x86/boot/bzImage
 INITRD := build/initramfs/initramfs.cpio
 
 .PHONY: all deps source kernel initramfs qemu-test boot harness-selftest \
-	check-series crash-test stress clean distclean help
+	check-series crash-test stress qemu-baseline demo bench clean distclean \
+	help
 
 all: kernel initramfs
 
@@ -51,11 +52,22 @@ crash-test: kernel initramfs
 stress: kernel initramfs
 	@scripts/stress.sh
 
+# The performance kernels (FLAVOR=perf: no lockdep, KASAN or DEBUG_VM).
+demo: source initramfs
+	@scripts/build-kernel.sh patched perf
+	@scripts/demo.sh
+
+bench: source initramfs
+	@scripts/build-kernel.sh pristine perf
+	@scripts/build-kernel.sh patched perf
+	@scripts/bench.sh
+
 check-series: source
 	@scripts/check-series.sh
 
 clean:
-	rm -rf build/results build/initramfs build/headers build/check
+	rm -rf build/results build/initramfs build/headers build/check \
+		build/bench build/demo
 
 distclean:
 	rm -rf build
