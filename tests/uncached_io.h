@@ -90,6 +90,19 @@ static inline bool write_range_flags(int fd, uint64_t off, uint64_t len,
 }
 
 /*
+ * Does this file take RWF_UNCACHED? A one-byte preadv2(RWF_UNCACHED) at
+ * offset 0 (at EOF of an empty file the flags are still checked).
+ * Returns 0, or the errno of the refusal (EOPNOTSUPP: no support).
+ */
+static inline int uncached_probe(int fd)
+{
+	char c;
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+
+	return preadv2(fd, &iov, 1, 0, RWF_UNCACHED) < 0 ? errno : 0;
+}
+
+/*
  * Write back and evict the page cache of [0, len) of @fd (pages mapped by
  * someone stay); drop_caches when fadvise left clean pages behind.
  */

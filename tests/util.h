@@ -238,6 +238,45 @@ static inline void expect_rw(int fd, bool write, off_t off, int flags,
 			   err ? strerror(err) : "no error");
 }
 
+/* splitmix64: a small seeded PRNG, the same sequence on every machine. */
+static inline uint64_t rand64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* @s as a number in [min, max], or a usage error (exit 2) naming @what. */
+static inline unsigned long long parse_number(const char *what, const char *s,
+					      unsigned long long min,
+					      unsigned long long max)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *end || *s == '-' || v < min || v > max) {
+		fprintf(stderr, "%s: '%s' is not a number in [%llu, %llu]\n",
+			what, s, min, max);
+		exit(2);
+	}
+	return v;
+}
+
+/* Environment variable @name as a number in [min, max], @def when unset. */
+static inline unsigned long long env_number(const char *name,
+					    unsigned long long def,
+					    unsigned long long min,
+					    unsigned long long max)
+{
+	const char *s = getenv(name);
+
+	return s && *s ? parse_number(name, s, min, max) : def;
+}
+
 static inline int xopen(const char *path, int flags)
 {
 	int fd = open(path, flags, 0644);

@@ -1,0 +1,916 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * uncached_fsx - a randomized operation checker in the spirit of fsx. A
+ * seeded random mix of buffered, RWF_UNCACHED (preadv2/pwritev2 and
+ * io_uring), O_DIRECT and mmap reads and writes, truncate, fallocate,
+ * fsync and cache drops on one file, with every read (and, now and then
+ * and at the end, the whole file read back from disk) checked against an
+ * in-memory model of the file.
+ *
+ *	uncached_fsx [-s SEED] [-n OPS] [-l MAXLEN] [-P NPROC] [-v] DIR
+ *
+ * -P forks NPROC processes, process i on its own file DIR/fsx.PID.i with
+ * seed SEED + i: one TAP case each. Defaults come from the environment:
+ * UNCACHED_STRESS_SEED (else time and pid), UNCACHED_STRESS_OPS (2000 ops
+ * per process), UNCACHED_STRESS_NPROC (2); MAXLEN (the largest file) is
+ * 1 MiB. One process replays exactly with the same seed (-P 1). A failure
+ * prints the bad bytes, the last operations and the replay command.
+ */
+#include "uncached_io.h"
+
+#include <liburing.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#define LOG_LEN		64	/* operations shown on a failure */
+#define CHECK_EVERY	500	/* operations between whole-file checks */
+#define MAX_SEGS	4	/* iovec segments of one preadv2/pwritev2 */
+#define MAX_INFLIGHT	4	/* io_uring requests in flight */
+#define DIO_ALIGN	4096
+
+enum op_type {
+	OP_READ, OP_WRITE, OP_UREAD, OP_UWRITE, OP_RING_READ, OP_RING_WRITE,
+	OP_DREAD, OP_DWRITE, OP_MREAD, OP_MWRITE, OP_TRUNCATE, OP_FALLOC,
+	OP_FSYNC, OP_DROP, OP_NR
+};
+
+struct op {
+	long nr;
+	enum op_type type;
+	uint64_t off;
+	uint64_t len;
+	uint64_t aux;		/* randomness for the op's own choices */
+	unsigned int seed;	/* pattern of the data it writes */
+	bool skipped;		/* refused by the fs, or nothing to do */
+	char note[40];		/* what it chose: segments, mode, ... */
+};
+
+struct op_desc {
+	const char *name;
+	int weight;
+	bool (*run)(struct op *op);
+	bool writes_data;	/* fills [off, off + len) with pattern seed */
+	bool reads;		/* may reach past MAXLEN */
+};
+
+static const struct op_desc op_descs[OP_NR];
+
+/* The command line, or the environment's defaults. */
+static struct {
+	uint64_t seed;
+	long ops;
+	uint64_t maxlen;
+	int nproc;
+	bool verbose;
+	const char *dir;
+} cfg;
+
+/* One checker process: its file, the model of it, its log. */
+static struct {
+	int proc;
+	uint64_t seed;
+	uint64_t rng;
+	char path[4096];
+	int fd;
+	int dfd;		/* O_DIRECT, or -1 when the fs refuses it */
+	unsigned char *model;	/* expected content; zeroes beyond size */
+	uint64_t size;
+	unsigned char *buf;	/* I/O buffer, page aligned */
+	struct io_uring ring;
+	long nr;		/* the current operation */
+	long checks;
+	long done[OP_NR];
+	long skipped[OP_NR];
+	unsigned int falloc_off;	/* fallocate modes the fs refuses */
+	struct op log[LOG_LEN];
+} fx;
+
+static void __attribute__((format(printf, 1, 2))) pdiag(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	tap_diag("[p%d] %s", fx.proc, line);
+}
+
+static const char *format_op(const struct op *op)
+{
+	static char line[160];
+	int n;
+
+	n = snprintf(line, sizeof(line), "%7ld %-10s %8llu +%-7llu %s", op->nr,
+		     op_descs[op->type].name, (unsigned long long)op->off,
+		     (unsigned long long)op->len, op->note);
+	while (n > 0 && line[n - 1] == ' ')
+		line[--n] = '\0';
+	return line;
+}
+
+static void dump_log(void)
+{
+	long first = fx.nr >= LOG_LEN ? fx.nr - LOG_LEN + 1 : 0, nr;
+
+	pdiag("last %ld operations:     op type       offset  length  details",
+	      fx.nr - first + 1);
+	for (nr = first; nr <= fx.nr; nr++)
+		pdiag("%s", format_op(&fx.log[nr % LOG_LEN]));
+}
+
+/* Report a failure of operation @op (NULL: the whole-file check). */
+static bool __attribute__((format(printf, 2, 3)))
+fail(const struct op *op, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (op)
+		pdiag("FAILED at op %ld (%s): %s", op->nr,
+		      op_descs[op->type].name, msg);
+	else
+		pdiag("FAILED in the whole-file check after op %ld: %s",
+		      fx.nr, msg);
+	pdiag("seed %llu, file %s, model size %llu",
+	      (unsigned long long)fx.seed, fx.path,
+	      (unsigned long long)fx.size);
+	dump_log();
+	pdiag("replay: uncached_fsx -s %llu -n %ld -l %llu -P 1 %s",
+	      (unsigned long long)fx.seed, fx.nr + 1,
+	      (unsigned long long)cfg.maxlen, cfg.dir);
+	return false;
+}
+
+static bool fail_errno(const struct op *op, const char *call, ssize_t ret,
+		       uint64_t want)
+{
+	if (ret < 0)
+		return fail(op, "%s: %s", call, strerror(errno));
+	return fail(op, "%s: %zd bytes, want %llu", call, ret,
+		    (unsigned long long)want);
+}
+
+static void dump_bytes(const char *what, const unsigned char *p,
+		       uint64_t off, uint64_t n)
+{
+	char hex[3 * 32 + 1] = "";
+	uint64_t i;
+
+	for (i = 0; i < n && i < 32; i++)
+		snprintf(hex + 3 * i, 4, " %02x", p[i]);
+	pdiag("%-8s at %8llu:%s", what, (unsigned long long)off, hex);
+}
+
+/*
+ * Where do @n bytes @p at file offset @pos come from: "zeroes", "data of
+ * op N" (the newest logged write whose data they are) or "unknown data".
+ */
+static const char *origin(uint64_t pos, const unsigned char *p, uint64_t n)
+{
+	static char what[2][32];
+	static int turn;
+	char *s = what[turn++ & 1];
+	long nr;
+	uint64_t i;
+
+	for (i = 0; i < n && !p[i]; i++)
+		;
+	if (i == n)
+		return "zeroes";
+	for (nr = fx.nr; nr >= 0 && nr > fx.nr - LOG_LEN; nr--) {
+		const struct op *o = &fx.log[nr % LOG_LEN];
+
+		if (!op_descs[o->type].writes_data || pos < o->off ||
+		    pos + n > o->off + o->len)
+			continue;
+		for (i = 0; i < n; i++)
+			if (p[i] != pattern_byte(pos + i, o->seed))
+				break;
+		if (i == n) {
+			snprintf(s, sizeof(what[0]), "data of op %ld", nr);
+			return s;
+		}
+	}
+	return "unknown data";
+}
+
+/* Do @n bytes @got, read at file offset @off, match the model? */
+static bool check_data(const struct op *op, const unsigned char *got,
+		       uint64_t off, uint64_t n, const char *what)
+{
+	const unsigned char *want = fx.model + off;
+	uint64_t first, last, i, bad = 0, from;
+
+	if (!memcmp(got, want, n))
+		return true;
+	for (first = 0; got[first] == want[first]; first++)
+		;
+	for (i = last = first; i < n; i++)
+		if (got[i] != want[i]) {
+			bad++;
+			last = i;
+		}
+	pdiag("%s: first bad byte at file offset %llu; %llu bad bytes up to %llu",
+	      what, (unsigned long long)(off + first),
+	      (unsigned long long)bad, (unsigned long long)(off + last));
+	from = first > 8 ? first - 8 : 0;
+	dump_bytes("expected", want + from, off + from, n - from);
+	dump_bytes("got", got + from, off + from, n - from);
+	n = n - first < 8 ? n - first : 8;
+	pdiag("expected %s, got %s (the last %d ops searched)",
+	      origin(off + first, want + first, n),
+	      origin(off + first, got + first, n), LOG_LEN);
+	return fail(op, "%s returned wrong data", what);
+}
+
+/* Check a read of @len bytes at @off that returned @ret into @got. */
+static bool check_read(const struct op *op, const char *call, ssize_t ret,
+		       const unsigned char *got, uint64_t off, uint64_t len)
+{
+	uint64_t want = off >= fx.size ? 0 :
+			(fx.size - off < len ? fx.size - off : len);
+
+	if (ret != (ssize_t)want)
+		return fail_errno(op, call, ret, want);
+	return check_data(op, got, off, want, call);
+}
+
+static void model_write(uint64_t off, uint64_t len, unsigned int seed)
+{
+	fill_pattern(fx.model + off, len, off, seed);
+	if (off + len > fx.size)
+		fx.size = off + len;
+}
+
+static void model_zero(uint64_t off, uint64_t len)
+{
+	memset(fx.model + off, 0, len);
+}
+
+static bool write_done(const struct op *op, const char *call, ssize_t ret)
+{
+	if (ret != (ssize_t)op->len)
+		return fail_errno(op, call, ret, op->len);
+	model_write(op->off, op->len, op->seed);
+	return true;
+}
+
+/* The user buffer of a buffered op: page aligned or not. */
+static unsigned char *op_buf(const struct op *op)
+{
+	return fx.buf + ((op->aux >> 8) & 1 ? (op->aux >> 16) % 512 : 0);
+}
+
+static bool do_read(struct op *op)
+{
+	unsigned char *buf = op_buf(op);
+
+	return check_read(op, "pread", pread(fx.fd, buf, op->len, op->off),
+			  buf, op->off, op->len);
+}
+
+static bool do_write(struct op *op)
+{
+	unsigned char *buf = op_buf(op);
+
+	fill_pattern(buf, op->len, op->off, op->seed);
+	return write_done(op, "pwrite", pwrite(fx.fd, buf, op->len, op->off));
+}
+
+/* Split @len bytes at @base into 1..MAX_SEGS iovecs (some may be empty). */
+static int make_iovecs(struct iovec *iov, unsigned char *base, uint64_t len,
+		       uint64_t aux)
+{
+	uint64_t st = aux, left = len;
+	int n = 1 + (aux >> 24) % MAX_SEGS, i;
+
+	for (i = 0; i < n; i++) {
+		size_t seg = i == n - 1 ? left : rand64(&st) % (left + 1);
+
+		iov[i].iov_base = base;
+		iov[i].iov_len = seg;
+		base += seg;
+		left -= seg;
+	}
+	return n;
+}
+
+static bool do_uread(struct op *op)
+{
+	struct iovec iov[MAX_SEGS];
+	unsigned char *buf = op_buf(op);
+	int n = make_iovecs(iov, buf, op->len, op->aux);
+	ssize_t ret = preadv2(fx.fd, iov, n, op->off, RWF_UNCACHED);
+
+	snprintf(op->note, sizeof(op->note), "segs %d", n);
+	return check_read(op, "preadv2(RWF_UNCACHED)", ret, buf, op->off,
+			  op->len);
+}
+
+static bool do_uwrite(struct op *op)
+{
+	struct iovec iov[MAX_SEGS];
+	unsigned char *buf = op_buf(op);
+	int n = make_iovecs(iov, buf, op->len, op->aux);
+
+	snprintf(op->note, sizeof(op->note), "segs %d", n);
+	fill_pattern(buf, op->len, op->off, op->seed);
+	return write_done(op, "pwritev2(RWF_UNCACHED)",
+			  pwritev2(fx.fd, iov, n, op->off, RWF_UNCACHED));
+}
+
+/* One io_uring request: a disjoint piece of the op's range. */
+struct piece {
+	uint64_t off;
+	uint64_t len;
+	bool vectored;
+	int res;
+	struct iovec iov[2];
+};
+
+/* Cut the op's range into up to MAX_INFLIGHT pieces; returns how many. */
+static int make_pieces(struct piece *pieces, const struct op *op,
+		       uint64_t *st)
+{
+	uint64_t off = op->off, left = op->len;
+	int want = 1 + (op->aux >> 24) % MAX_INFLIGHT, n = 0, i;
+
+	for (i = 0; i < want && left; i++) {
+		uint64_t len = i == want - 1 ? left : rand64(st) % (left + 1);
+
+		if (!len)
+			continue;
+		pieces[n].off = off;
+		pieces[n++].len = len;
+		off += len;
+		left -= len;
+	}
+	return n;
+}
+
+static void queue_piece(struct piece *p, bool write, unsigned char *buf,
+			uint64_t *st)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&fx.ring);
+	size_t cut = rand64(st) % (p->len + 1);
+
+	p->vectored = rand64(st) & 1;
+	p->iov[0] = (struct iovec){ .iov_base = buf, .iov_len = cut };
+	p->iov[1] = (struct iovec){ .iov_base = buf + cut,
+				    .iov_len = p->len - cut };
+	if (p->vectored && write)
+		io_uring_prep_writev(sqe, fx.fd, p->iov, 2, p->off);
+	else if (p->vectored)
+		io_uring_prep_readv(sqe, fx.fd, p->iov, 2, p->off);
+	else if (write)
+		io_uring_prep_write(sqe, fx.fd, buf, p->len, p->off);
+	else
+		io_uring_prep_read(sqe, fx.fd, buf, p->len, p->off);
+	sqe->rw_flags = RWF_UNCACHED;
+	io_uring_sqe_set_data(sqe, p);
+}
+
+/* Submit the @n queued pieces and wait for all of them. */
+static bool ring_wait(const struct op *op, int n)
+{
+	struct io_uring_cqe *cqe;
+	int i, ret = io_uring_submit(&fx.ring);
+
+	if (ret != n)
+		return fail(op, "io_uring_submit: %d of %d (%s)", ret, n,
+			    ret < 0 ? strerror(-ret) : "short");
+	for (i = 0; i < n; i++) {
+		struct piece *p;
+
+		ret = io_uring_wait_cqe(&fx.ring, &cqe);
+		if (ret)
+			return fail(op, "io_uring_wait_cqe: %s",
+				    strerror(-ret));
+		p = io_uring_cqe_get_data(cqe);
+		p->res = cqe->res;
+		io_uring_cqe_seen(&fx.ring, cqe);
+	}
+	return true;
+}
+
+/* Check one completed piece of an io_uring read or write. */
+static bool piece_done(const struct op *op, const struct piece *p,
+		       bool write, const unsigned char *buf)
+{
+	char call[64];
+	ssize_t ret = p->res;
+
+	snprintf(call, sizeof(call), "io_uring %s%s(RWF_UNCACHED) at %llu",
+		 write ? "WRITE" : "READ", p->vectored ? "V" : "",
+		 (unsigned long long)p->off);
+	if (ret < 0) {
+		errno = -p->res;
+		ret = -1;
+	}
+	if (!write)
+		return check_read(op, call, ret, buf, p->off, p->len);
+	return ret == (ssize_t)p->len || fail_errno(op, call, ret, p->len);
+}
+
+static bool do_ring(struct op *op, bool write)
+{
+	struct piece pieces[MAX_INFLIGHT];
+	unsigned char *buf = op_buf(op);
+	uint64_t st = op->aux;
+	int n = make_pieces(pieces, op, &st), i;
+
+	snprintf(op->note, sizeof(op->note), "%d in flight", n);
+	if (write)
+		fill_pattern(buf, op->len, op->off, op->seed);
+	for (i = 0; i < n; i++)
+		queue_piece(&pieces[i], write, buf + (pieces[i].off - op->off),
+			    &st);
+	if (!ring_wait(op, n))
+		return false;
+	for (i = 0; i < n; i++)
+		if (!piece_done(op, &pieces[i], write,
+				buf + (pieces[i].off - op->off)))
+			return false;
+	if (write)
+		model_write(op->off, op->len, op->seed);
+	return true;
+}
+
+static bool do_ring_read(struct op *op)
+{
+	return do_ring(op, false);
+}
+
+static bool do_ring_write(struct op *op)
+{
+	return do_ring(op, true);
+}
+
+/* Align the op's range for O_DIRECT; false when O_DIRECT is off. */
+static bool dio_range(struct op *op, bool write)
+{
+	if (fx.dfd < 0) {
+		op->skipped = true;
+		return false;
+	}
+	op->off &= ~(uint64_t)(DIO_ALIGN - 1);
+	op->len = (op->len + DIO_ALIGN - 1) & ~(uint64_t)(DIO_ALIGN - 1);
+	if (write && op->off + op->len > cfg.maxlen)
+		op->len = cfg.maxlen - op->off;
+	return true;
+}
+
+static bool do_dread(struct op *op)
+{
+	if (!dio_range(op, false))
+		return true;
+	return check_read(op, "O_DIRECT pread",
+			  pread(fx.dfd, fx.buf, op->len, op->off), fx.buf,
+			  op->off, op->len);
+}
+
+static bool do_dwrite(struct op *op)
+{
+	if (!dio_range(op, true))
+		return true;
+	fill_pattern(fx.buf, op->len, op->off, op->seed);
+	return write_done(op, "O_DIRECT pwrite",
+			  pwrite(fx.dfd, fx.buf, op->len, op->off));
+}
+
+/*
+ * Read or write the op's range (moved into the file) through a shared
+ * mapping of the whole file. A read also checks that the mapped bytes
+ * past EOF in the last page are zeroes.
+ */
+static bool do_mmap(struct op *op, bool write)
+{
+	uint64_t end = (fx.size + PAGE_SZ - 1) & ~(PAGE_SZ - 1);
+	unsigned char *map;
+	bool ok;
+
+	if (!fx.size) {
+		op->skipped = true;
+		return true;
+	}
+	op->off %= fx.size;
+	if (op->len > fx.size - op->off)
+		op->len = fx.size - op->off;
+	map = mmap(NULL, fx.size, PROT_READ | PROT_WRITE, MAP_SHARED, fx.fd, 0);
+	if (map == MAP_FAILED)
+		return fail(op, "mmap: %s", strerror(errno));
+	if (write) {
+		fill_pattern(map + op->off, op->len, op->off, op->seed);
+		model_write(op->off, op->len, op->seed);
+		ok = !(op->aux & 1) || !msync(map, fx.size, MS_SYNC) ||
+		     fail(op, "msync: %s", strerror(errno));
+		snprintf(op->note, sizeof(op->note), "%s",
+			 op->aux & 1 ? "msync" : "");
+	} else {
+		ok = check_data(op, map + op->off, op->off, op->len,
+				"mapped read") &&
+		     check_data(op, map + fx.size, fx.size, end - fx.size,
+				"mapped read past EOF");
+	}
+	munmap(map, fx.size);
+	return ok;
+}
+
+static bool do_mread(struct op *op)
+{
+	return do_mmap(op, false);
+}
+
+static bool do_mwrite(struct op *op)
+{
+	return do_mmap(op, true);
+}
+
+static bool do_truncate(struct op *op)
+{
+	uint64_t size = op->off;
+
+	snprintf(op->note, sizeof(op->note), "%s from %llu",
+		 size < fx.size ? "down" : "up", (unsigned long long)fx.size);
+	op->len = 0;
+	if (ftruncate(fx.fd, size))
+		return fail(op, "ftruncate: %s", strerror(errno));
+	if (size < fx.size)
+		model_zero(size, fx.size - size);
+	fx.size = size;
+	return true;
+}
+
+static const struct {
+	int mode;
+	const char *name;
+} falloc_modes[] = {
+	{ 0, "plain" },
+	{ FALLOC_FL_KEEP_SIZE, "keep-size" },
+	{ FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, "punch-hole" },
+	{ FALLOC_FL_ZERO_RANGE, "zero-range" },
+	{ FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, "zero-range keep-size" },
+};
+
+static bool do_falloc(struct op *op)
+{
+	unsigned int m = op->aux % ARRAY_SIZE(falloc_modes);
+	int mode = falloc_modes[m].mode;
+
+	snprintf(op->note, sizeof(op->note), "%s", falloc_modes[m].name);
+	op->skipped = fx.falloc_off & (1u << m);
+	if (op->skipped)
+		return true;
+	if (fallocate(fx.fd, mode, op->off, op->len)) {
+		if (errno != EOPNOTSUPP)
+			return fail(op, "fallocate %s: %s",
+				    falloc_modes[m].name, strerror(errno));
+		pdiag("fallocate %s: EOPNOTSUPP here, no more of it",
+		      falloc_modes[m].name);
+		fx.falloc_off |= 1u << m;
+		op->skipped = true;
+		return true;
+	}
+	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
+		model_zero(op->off, op->len);
+	if (!(mode & FALLOC_FL_KEEP_SIZE) && op->off + op->len > fx.size)
+		fx.size = op->off + op->len;
+	return true;
+}
+
+static bool do_fsync(struct op *op)
+{
+	bool data = op->aux & 1;
+
+	op->off = op->len = 0;
+	snprintf(op->note, sizeof(op->note), "%s",
+		 data ? "fdatasync" : "fsync");
+	if (data ? fdatasync(fx.fd) : fsync(fx.fd))
+		return fail(op, "%s: %s", op->note, strerror(errno));
+	return true;
+}
+
+/* Mostly fadvise(DONTNEED) of the file; rarely (slow) drop_caches. */
+static bool do_drop(struct op *op)
+{
+	int err;
+
+	op->off = op->len = 0;
+	if (op->aux % 32 == 0) {
+		snprintf(op->note, sizeof(op->note), "drop_caches");
+		drop_caches();
+		return true;
+	}
+	snprintf(op->note, sizeof(op->note), "fadvise DONTNEED");
+	err = posix_fadvise(fx.fd, 0, 0, POSIX_FADV_DONTNEED);
+	return !err || fail(op, "posix_fadvise: %s", strerror(err));
+}
+
+static const struct op_desc op_descs[OP_NR] = {
+	/* name, weight, run, writes_data, reads */
+	[OP_READ] = { "read", 10, do_read, false, true },
+	[OP_WRITE] = { "write", 10, do_write, true, false },
+	[OP_UREAD] = { "uread", 14, do_uread, false, true },
+	[OP_UWRITE] = { "uwrite", 14, do_uwrite, true, false },
+	[OP_RING_READ] = { "ring-read", 8, do_ring_read, false, true },
+	[OP_RING_WRITE] = { "ring-write", 8, do_ring_write, true, false },
+	[OP_DREAD] = { "dio-read", 4, do_dread, false, true },
+	[OP_DWRITE] = { "dio-write", 4, do_dwrite, true, false },
+	[OP_MREAD] = { "mmap-read", 4, do_mread, false, true },
+	[OP_MWRITE] = { "mmap-write", 4, do_mwrite, true, false },
+	[OP_TRUNCATE] = { "truncate", 3, do_truncate, false, false },
+	[OP_FALLOC] = { "fallocate", 5, do_falloc, false, false },
+	[OP_FSYNC] = { "fsync", 2, do_fsync, false, false },
+	[OP_DROP] = { "drop", 2, do_drop, false, false },
+};
+
+static enum op_type pick_type(uint64_t r)
+{
+	uint64_t total = 0;
+	int i;
+
+	for (i = 0; i < OP_NR; i++)
+		total += op_descs[i].weight;
+	r %= total;
+	for (i = 0; r >= (uint64_t)op_descs[i].weight; i++)
+		r -= op_descs[i].weight;
+	return i;
+}
+
+/* Lengths up to MAXLEN / 16: half uniform, half log-uniform (short). */
+static uint64_t draw_len(uint64_t r)
+{
+	uint64_t maxop = cfg.maxlen / 16, lim = maxop;
+
+	if (r & 1)
+		lim = 2ULL << ((r >> 1) % 20);
+	return 1 + (r >> 8) % (lim < maxop ? lim : maxop);
+}
+
+/*
+ * Operation @nr: always four numbers from the PRNG, so the sequence does
+ * not depend on what the file system refused (skipped ops).
+ */
+static struct op *draw_op(long nr)
+{
+	struct op *op = &fx.log[nr % LOG_LEN];
+	uint64_t type = rand64(&fx.rng), off = rand64(&fx.rng);
+	uint64_t len = rand64(&fx.rng);
+
+	*op = (struct op){
+		.nr = nr,
+		.type = pick_type(type),
+		.off = off % cfg.maxlen,
+		.len = draw_len(len),
+		.aux = rand64(&fx.rng),
+		.seed = (unsigned int)(fx.seed * 0x9e3779b97f4a7c15ULL +
+				       nr * 0x9e3779b1ULL),
+	};
+	if (!(op->aux >> 62)) {		/* a quarter is page aligned */
+		op->off &= ~(PAGE_SZ - 1);
+		op->len = (op->len + PAGE_SZ - 1) & ~(PAGE_SZ - 1);
+	}
+	if (!op_descs[op->type].reads && op->off + op->len > cfg.maxlen)
+		op->len = cfg.maxlen - op->off;
+	fx.nr = nr;
+	return op;
+}
+
+/* Write back and evict the file, then read it all back and compare. */
+static bool check_file(void)
+{
+	bool uncached = fx.checks++ & 1;
+	struct iovec iov = { .iov_base = fx.buf, .iov_len = fx.size };
+	const char *call = uncached ? "whole-file preadv2(RWF_UNCACHED)" :
+				      "whole-file pread";
+	struct stat st;
+	ssize_t ret;
+
+	evict_file(fx.fd, cfg.maxlen);
+	if (fstat(fx.fd, &st))
+		return fail(NULL, "fstat: %s", strerror(errno));
+	if ((uint64_t)st.st_size != fx.size)
+		return fail(NULL, "file size %lld, model %llu",
+			    (long long)st.st_size,
+			    (unsigned long long)fx.size);
+	if (uncached)
+		ret = preadv2(fx.fd, &iov, 1, 0, RWF_UNCACHED);
+	else
+		ret = pread(fx.fd, fx.buf, fx.size, 0);
+	if (ret != (ssize_t)fx.size)
+		return fail_errno(NULL, call, ret, fx.size);
+	return check_data(NULL, fx.buf, 0, fx.size, call);
+}
+
+/* A fatal signal (SIGBUS from a mapping, say) still shows the log. */
+static void on_signal(int sig)
+{
+	fail(&fx.log[fx.nr % LOG_LEN], "killed by signal %d (%s)", sig,
+	     strsignal(sig));
+	_exit(1);
+}
+
+static void proc_setup(int proc, pid_t parent)
+{
+	int ret;
+
+	fx.proc = proc;
+	fx.seed = cfg.seed + proc;
+	fx.rng = fx.seed;
+	snprintf(fx.path, sizeof(fx.path), "%s/fsx.%d.%d", cfg.dir, parent,
+		 proc);
+	fx.fd = xopen(fx.path, O_RDWR | O_CREAT | O_TRUNC);
+	fx.dfd = open(fx.path, O_RDWR | O_DIRECT);
+	if (fx.dfd < 0 && errno != EINVAL)
+		tap_bail("open %s O_DIRECT: %s", fx.path, strerror(errno));
+	if (fx.dfd < 0)
+		pdiag("O_DIRECT refused here (EINVAL): no O_DIRECT ops");
+	fx.model = calloc(1, cfg.maxlen);
+	if (!fx.model || posix_memalign((void **)&fx.buf, PAGE_SZ,
+					cfg.maxlen + 2 * DIO_ALIGN))
+		tap_bail("out of memory");
+	ret = io_uring_queue_init(MAX_INFLIGHT, &fx.ring, 0);
+	if (ret)
+		tap_bail("io_uring_queue_init: %s", strerror(-ret));
+	signal(SIGBUS, on_signal);
+	signal(SIGSEGV, on_signal);
+}
+
+static void print_counts(void)
+{
+	char done[512] = "", skipped[512] = "";
+	size_t d = 0, s = 0;
+	int i;
+
+	for (i = 0; i < OP_NR; i++) {
+		d += snprintf(done + d, sizeof(done) - d, " %s %ld",
+			      op_descs[i].name, fx.done[i]);
+		if (fx.skipped[i])
+			s += snprintf(skipped + s, sizeof(skipped) - s,
+				      " %s %ld", op_descs[i].name,
+				      fx.skipped[i]);
+	}
+	pdiag("ops done:%s; whole-file checks %ld", done, fx.checks);
+	if (s)
+		pdiag("ops skipped (refused by the fs, or empty file):%s",
+		      skipped);
+}
+
+/* One checker process; returns its exit status. */
+static int run_proc(int proc, pid_t parent)
+{
+	long nr;
+
+	proc_setup(proc, parent);
+	for (nr = 0; nr < cfg.ops; nr++) {
+		struct op *op = draw_op(nr);
+
+		if (!op_descs[op->type].run(op))
+			return 1;
+		if (op->skipped)
+			fx.skipped[op->type]++;
+		else
+			fx.done[op->type]++;
+		if (cfg.verbose)
+			pdiag("%s%s", format_op(op),
+			      op->skipped ? " (skipped)" : "");
+		if ((nr + 1) % CHECK_EVERY == 0 && !check_file())
+			return 1;
+	}
+	if (cfg.ops % CHECK_EVERY && !check_file())
+		return 1;
+	print_counts();
+	io_uring_queue_exit(&fx.ring);
+	if (fx.dfd >= 0)
+		close(fx.dfd);
+	close(fx.fd);
+	unlink(fx.path);
+	return 0;
+}
+
+static void __attribute__((noreturn)) usage(const char *prog)
+{
+	fprintf(stderr,
+		"usage: %s [-s SEED] [-n OPS] [-l MAXLEN] [-P NPROC] [-v] DIR\n"
+		"  SEED    PRNG seed (UNCACHED_STRESS_SEED; else time and pid)\n"
+		"  OPS     operations per process (UNCACHED_STRESS_OPS; 2000)\n"
+		"  MAXLEN  largest file size, a multiple of 4096 (1048576)\n"
+		"  NPROC   processes, each on its own file (UNCACHED_STRESS_NPROC; 2)\n"
+		"  -v      print every operation\n", prog);
+	exit(2);
+}
+
+static void parse_args(int argc, char **argv)
+{
+	uint64_t now = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	struct stat st;
+	int c;
+
+	cfg.seed = env_number("UNCACHED_STRESS_SEED", now, 0, ~0ULL);
+	cfg.ops = env_number("UNCACHED_STRESS_OPS", 2000, 1, 1000000000);
+	cfg.nproc = env_number("UNCACHED_STRESS_NPROC", 2, 1, 64);
+	cfg.maxlen = 1 << 20;
+	while ((c = getopt(argc, argv, "s:n:l:P:v")) != -1) {
+		switch (c) {
+		case 's':
+			cfg.seed = parse_number("-s SEED", optarg, 0, ~0ULL);
+			break;
+		case 'n':
+			cfg.ops = parse_number("-n OPS", optarg, 1, 1000000000);
+			break;
+		case 'l':
+			cfg.maxlen = parse_number("-l MAXLEN", optarg, 65536,
+						  1ULL << 28);
+			break;
+		case 'P':
+			cfg.nproc = parse_number("-P NPROC", optarg, 1, 64);
+			break;
+		case 'v':
+			cfg.verbose = true;
+			break;
+		default:
+			usage(argv[0]);
+		}
+	}
+	if (optind != argc - 1)
+		usage(argv[0]);
+	cfg.dir = argv[optind];
+	if (cfg.maxlen % DIO_ALIGN) {
+		fprintf(stderr, "-l MAXLEN: %llu is not a multiple of %d\n",
+			(unsigned long long)cfg.maxlen, DIO_ALIGN);
+		exit(2);
+	}
+	if (stat(cfg.dir, &st) || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "%s: not a directory\n", cfg.dir);
+		exit(2);
+	}
+}
+
+/* 0, or the errno with which the directory's fs refuses RWF_UNCACHED. */
+static int probe_dir(void)
+{
+	char path[4096];
+	int fd, err;
+
+	snprintf(path, sizeof(path), "%s/fsx.%d.probe", cfg.dir, getpid());
+	fd = xopen(path, O_RDWR | O_CREAT | O_TRUNC);
+	err = uncached_probe(fd);
+	close(fd);
+	unlink(path);
+	return err;
+}
+
+static void report(int proc, pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		tap_bail("waitpid: %s", strerror(errno));
+	if (WIFSIGNALED(status))
+		tap_diag("proc %d killed by signal %d (%s)", proc,
+			 WTERMSIG(status), strsignal(WTERMSIG(status)));
+	tap_result(WIFEXITED(status) && !WEXITSTATUS(status),
+		   "fsx proc %d seed=%llu ops=%ld", proc,
+		   (unsigned long long)(cfg.seed + proc), cfg.ops);
+}
+
+int main(int argc, char **argv)
+{
+	pid_t pids[64], parent = getpid();
+	int i, err;
+
+	parse_args(argc, argv);
+	tap_plan(cfg.nproc);
+	tap_diag("seed %llu, %ld ops per process, MAXLEN %llu, NPROC %d, on %s",
+		 (unsigned long long)cfg.seed, cfg.ops,
+		 (unsigned long long)cfg.maxlen, cfg.nproc, cfg.dir);
+	err = probe_dir();
+	if (err) {
+		tap_diag("preadv2(RWF_UNCACHED) on %s: %s: no RWF_UNCACHED here (a kernel without the series?)",
+			 cfg.dir, strerror(err));
+		for (i = 0; i < cfg.nproc; i++)
+			tap_result(false, "fsx proc %d seed=%llu: not run",
+				   i, (unsigned long long)(cfg.seed + i));
+		return tap_finish();
+	}
+	for (i = 0; i < cfg.nproc; i++) {
+		fflush(stdout);
+		pids[i] = fork();
+		if (pids[i] < 0)
+			tap_bail("fork: %s", strerror(errno));
+		if (!pids[i]) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			exit(run_proc(i, parent));
+		}
+	}
+	for (i = 0; i < cfg.nproc; i++)
+		report(i, pids[i]);
+	return tap_finish();
+}
