@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# stress.sh - the reliability run behind 'make stress', on the patched
+# debug kernel (build/kernel/patched-test: KASAN, lockdep, DEBUG_VM and
+# DEBUG_VM_PGFLAGS, so any kernel splat fails the run):
+#   1. the tests of tests/stress.list on every filesystem: the randomized
+#      operation checker uncached_fsx (STRESS_NPROC processes, each on its
+#      own file, STRESS_OPS operations each) and uncached_shared_rw
+#      (uncached readers of a file another thread rewrites buffered);
+#   2. the crash-consistency test, scripts/crash-test.sh.
+# Environment: STRESS_OPS (operations per checker process, default 6000),
+# STRESS_NPROC (2), STRESS_SEED (default random; printed, replays a run),
+# STRESS_CRASH=0 skips step 2; QEMU_TIMEOUT, QEMU_MEM as for qemu-test.
+# Results: build/results/stress/ (console.log, FS.tap, summary) and
+# build/results/crash/.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+OPS=${STRESS_OPS:-6000}
+NPROC=${STRESS_NPROC:-2}
+SEED=${STRESS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+OUT=$RESULTS/stress
+
+check_args() {
+	[[ $OPS =~ ^[1-9][0-9]*$ ]] || die "STRESS_OPS must be a positive number, not '$OPS'"
+	[[ $NPROC =~ ^[1-9][0-9]?$ ]] || die "STRESS_NPROC must be 1..99, not '$NPROC'"
+	[[ $SEED =~ ^[0-9]+$ ]] || die "STRESS_SEED must be a number, not '$SEED'"
+}
+
+run_checkers() {
+	local kernel=$1 fslist ntests
+	fslist=$(list_entries "$TOP/scripts/disks.list" | awk '{print $1}' | paste -s -d ' ')
+	ntests=$(list_entries "$TOP/tests/stress.list" | wc -l)
+	log "stress: $ntests tests on $fslist, $OPS ops x $NPROC processes, seed $SEED"
+	"$TOP/scripts/run-qemu.sh" --kernel "$kernel" \
+		--initrd "$BUILD/initramfs/initramfs.cpio" --results "$OUT" \
+		--tests-list "$TOP/tests/stress.list" --fs "$fslist" \
+		--env "UNCACHED_STRESS_OPS=$OPS UNCACHED_STRESS_NPROC=$NPROC UNCACHED_STRESS_SEED=$SEED" \
+		--timeout "${QEMU_TIMEOUT:-5400}" --mem "${QEMU_MEM:-1G}" ||
+		die "could not run QEMU"
+	"$TOP/scripts/verdict.sh" "$OUT" "$fslist" "$ntests" | tee "$OUT/summary"
+}
+
+main() {
+	local kernel=$BUILD/kernel/patched-test/arch/x86/boot/bzImage rc=0
+	check_args
+	need_file "$kernel" "run 'make kernel' first"
+	need_file "$BUILD/initramfs/initramfs.cpio" "run 'make initramfs' first"
+	run_checkers "$kernel" || rc=1
+	grep -h '^    # fsx' "$OUT"/*.tap 2>/dev/null | sed 's/^    //' || true
+	if [ "${STRESS_CRASH:-1}" != 0 ]; then
+		"$TOP/scripts/crash-test.sh" "$kernel" || rc=1
+	fi
+	[ $rc = 0 ] && log "stress: passed (seed $SEED)" ||
+		log "stress: FAILED (seed $SEED; replay with STRESS_SEED=$SEED STRESS_OPS=$OPS)"
+	return $rc
+}
+
+main "$@"
