@@ -9,7 +9,10 @@
  */
 #include "uncached_io.h"
 
+#include <sys/ioctl.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <linux/magic.h>
 
 #define MIB		(1ULL << 20)
 #define BS		MIB		/* one read or write */
@@ -53,6 +56,27 @@ static void drop_behind(int fd)
 }
 
 /*
+ * btrfs: a NOCOW file, without data checksums. The debug kernel's generic
+ * crc32c over the whole file takes minutes in the TCG guest, and the page
+ * cache behaviour under test does not depend on checksums.
+ */
+static void btrfs_nocow(int fd)
+{
+	struct statfs sfs;
+	int flags;
+
+	if (fstatfs(fd, &sfs) || sfs.f_type != BTRFS_SUPER_MAGIC)
+		return;
+	if (ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0) {
+		flags |= FS_NOCOW_FL;
+		if (ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0)
+			return;
+	}
+	tap_diag("btrfs: cannot make the file NOCOW (%s): writing it with checksums",
+		 strerror(errno));
+}
+
+/*
  * Write @len bytes of word data (generation 1) with O_DIRECT, so that the
  * setup neither fills the page cache nor depends on the feature under
  * test; buffered, dropping behind, when the filesystem refuses O_DIRECT.
@@ -69,6 +93,7 @@ static void write_file(const char *path, uint64_t len)
 		tap_diag("O_DIRECT open: %s; writing buffered", strerror(errno));
 		fd = xopen(path, O_WRONLY | O_CREAT | O_TRUNC);
 	}
+	btrfs_nocow(fd);
 	for (off = 0; off < len; off += BS) {
 		fill_words(buf, BS, off, 1);
 		ret = pwrite(fd, buf, BS, off);
