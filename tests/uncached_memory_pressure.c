@@ -90,7 +90,8 @@ static void write_file(const char *path, uint64_t len)
 	ssize_t ret;
 
 	if (!direct) {
-		tap_diag("O_DIRECT open: %s; writing buffered", strerror(errno));
+		tap_diag("O_DIRECT open: %s; writing buffered",
+			 strerror(errno));
 		fd = xopen(path, O_WRONLY | O_CREAT | O_TRUNC);
 	}
 	btrfs_nocow(fd);

@@ -518,7 +518,8 @@ int main(int argc, char **argv)
 		{ .fn = writer, .name = "writer 2", .rnd = 0xbf58476d1ce4e5b9 },
 		{ .fn = reader, .name = "reader 1", .rnd = 0x94d049bb133111eb },
 		{ .fn = reader, .name = "reader 2", .rnd = 0x2545f4914f6cdd1d },
-		{ .fn = zeroer, .name = "truncator", .rnd = 0xd6e8feb86659fd93 },
+		{ .fn = zeroer, .name = "truncator",
+		  .rnd = 0xd6e8feb86659fd93 },
 	};
 	struct worker *z = &w[NR_WRITERS + NR_READERS];
 	const char *path;
