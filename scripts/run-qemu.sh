@@ -19,12 +19,12 @@
 #   --selftest CASE   harness self-test fault (panic, hang, noverdict)
 #   --env 'VAR=VALUE ...'  environment of the guest tests (e.g. the stress
 #                 budget UNCACHED_STRESS_OPS); values are plain words
-#   --timeout SECS (1800)  --mem SIZE (2G)  --smp N (2)  --accel auto|tcg|kvm
+#   --timeout SECS (1800)  --mem SIZE (384M)  --smp N (2)  --accel auto|tcg|kvm
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 KERNEL= INITRD= RESULTS_DIR= MODE=test CMD= SELFTEST= TESTS_LIST= TEST_ENV=
-FILESYSTEMS= DISKS_DIR= TIMEOUT=1800 MEM=2G SMP=2 ACCEL=${ACCEL:-auto}
+FILESYSTEMS= DISKS_DIR= TIMEOUT=1800 MEM=384M SMP=2 ACCEL=${ACCEL:-auto}
 KVM_PROBE=$BUILD/kvm-probe
 
 usage() { die "usage: run-qemu.sh --kernel BZIMAGE --initrd CPIO --results DIR [options] (see the header of scripts/run-qemu.sh)"; }

@@ -11,8 +11,9 @@
 # Prints a summary per filesystem, each failure with its reason, and last
 # one line "N passed, N failed, N skipped" counting the tests' own cases
 # (a test that failed without a failing case of its own counts once).
+# Sourced (by qemu-baseline.sh), it only defines the checks below.
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 FAILURES=()
 fail() { FAILURES+=("$*"); }
@@ -90,4 +91,4 @@ main() {
 	[ ${#FAILURES[@]} -eq 0 ]
 }
 
-main "$@"
+[ "${BASH_SOURCE[0]}" != "$0" ] || main "$@"

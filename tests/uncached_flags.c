@@ -24,17 +24,18 @@ static void nowait_read(const char *path, bool warm)
 	int fd = make_cold_file(path, LEN, 71);
 	char *buf = xmalloc(LEN);
 	ssize_t ret;
+	int err;
 
 	if (warm && !read_range_flags(fd, 0, LEN, BS, 0, 71))
 		tap_bail("buffered read failed");
 	ret = rw_once(fd, false, buf, LEN, 0, RWF_UNCACHED | RWF_NOWAIT, 71);
-	if (ret < 0 && errno == EAGAIN)
-		tap_diag("%s: EAGAIN", what);
-	else if (ret >= 0 && ret < (ssize_t)LEN)
+	err = ret < 0 ? errno : 0;
+	if (ret >= 0 && ret < (ssize_t)LEN)
 		tap_diag("%s: short read of %zd bytes", what, ret);
-	tap_result((ret < 0 && errno == EAGAIN) ||
+	tap_result(err == EAGAIN ||
 		   (ret > 0 && check_pattern(buf, ret, 0, 71) < 0),
-		   "%s: data right or EAGAIN (got %zd)", what, ret);
+		   "%s: data right or EAGAIN (got %zd, %s)", what, ret,
+		   err ? strerror(err) : "no error");
 	if (warm)
 		expect_cached(fd, 0, LEN, pages_of(LEN), what);
 	else

@@ -247,4 +247,50 @@ static inline bool file_matches_extents(int fd, const struct file_extent *ext,
 	return ok;
 }
 
+/*
+ * Word data for large files and racing threads: every 8-byte word encodes
+ * a magic number, its own offset and the generation (1..WORD_GEN_MAX) of
+ * the write that stored it, so a reader can tell a zero (hole), a word of
+ * its own offset and a misplaced or garbage word apart. Offsets and
+ * lengths are multiples of 8.
+ */
+#define WORD_MAGIC	0xa5cULL
+#define WORD_GEN_MAX	((1U << 20) - 1)
+
+static inline uint64_t data_word(uint64_t off, uint32_t gen)
+{
+	return WORD_MAGIC << 52 | (off >> 3 & 0xffffffffULL) << 20 | gen;
+}
+
+/* The generation of word @w found at @off, or 0 when it is not valid. */
+static inline uint32_t word_gen(uint64_t w, uint64_t off)
+{
+	uint32_t gen = w & WORD_GEN_MAX;
+
+	return gen && w == data_word(off, gen) ? gen : 0;
+}
+
+static inline void fill_words(void *buf, size_t len, uint64_t off,
+			      uint32_t gen)
+{
+	uint64_t *w = buf;
+	size_t i;
+
+	for (i = 0; i < len / 8; i++)
+		w[i] = data_word(off + i * 8, gen);
+}
+
+/* Byte index of the first word that is not generation @gen, or -1. */
+static inline long check_words(const void *buf, size_t len, uint64_t off,
+			       uint32_t gen)
+{
+	const uint64_t *w = buf;
+	size_t i;
+
+	for (i = 0; i < len / 8; i++)
+		if (w[i] != data_word(off + i * 8, gen))
+			return (long)(i * 8);
+	return -1;
+}
+
 #endif /* UNCACHED_IO_H */
