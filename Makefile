@@ -52,6 +52,10 @@ crash-test: kernel initramfs
 stress: kernel initramfs
 	@scripts/stress.sh
 
+qemu-baseline: initramfs
+	@$(MAKE) --no-print-directory kernel SERIES=none
+	@scripts/qemu-baseline.sh
+
 # The performance kernels (FLAVOR=perf: no lockdep, KASAN or DEBUG_VM).
 demo: source initramfs
 	@scripts/build-kernel.sh patched perf

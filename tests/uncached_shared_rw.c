@@ -92,7 +92,7 @@ reader_diag(struct reader *r, const char *fmt, ...)
  * Words [first, first + n) read into @w: each at its own index, from a
  * round in [lo, hi]. Returns the number of bad words.
  */
-static long check_words(struct reader *r, const uint64_t *w, uint64_t first,
+static long check_round_words(struct reader *r, const uint64_t *w, uint64_t first,
 			uint64_t n, long lo, long hi, long *diags)
 {
 	long bad = 0;
@@ -170,7 +170,7 @@ static long read_check(struct reader *r, uint64_t off, size_t len, long lo,
 				    ret < 0 ? strerror(errno) : "short");
 		return 1;
 	}
-	return check_words(r, r->buf, off / WORD, len / WORD, lo, hi, diags);
+	return check_round_words(r, r->buf, off / WORD, len / WORD, lo, hi, diags);
 }
 
 /* A random word-aligned range, read while the writer may be writing it. */
@@ -359,7 +359,7 @@ static bool final_check(long round)
 			bad++;
 			continue;
 		}
-		bad += check_words(&r, r.buf, off / WORD, CHUNK / WORD, round,
+		bad += check_round_words(&r, r.buf, off / WORD, CHUNK / WORD, round,
 				   round, &diags);
 	}
 	free(r.buf);
