@@ -193,7 +193,7 @@ main() {
 		-nodefaults -nographic -no-reboot $(accel_args "$accel") \
 		-smp "$SMP" -m "$MEM" \
 		-kernel "$KERNEL" -initrd "$RESULTS_DIR/initrd.cpio" \
-		-append "console=ttyS0 panic=-1 printk.devkmsg=on" \
+		-append "console=ttyS0 panic=-1 printk.devkmsg=on no_timer_check" \
 		$(console_args) \
 		-device virtio-serial-pci \
 		-chardev file,id=results,path="$RESULTS_DIR/channel.log" \
