@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # qemu-test.sh TREE - boot build/kernel/TREE-test with the test initramfs,
 # run the guest tests on every filesystem and judge the run (verdict.sh).
-# Results and logs: build/results/ (console.log, FS.tap, summary).
+# Results and logs: build/results/qemu-test/ (console.log, FS.tap, summary);
+# the other runs keep theirs next to it (stress, crash, baseline, ...).
 # Environment: QEMU_TIMEOUT (seconds, default 1800), QEMU_MEM (default
 # 384M: uncached_memory_pressure needs a guest with little RAM), QEMU_SMP.
 # Sourced (by qemu-baseline.sh), it only defines run_suite and friends.
@@ -47,9 +48,9 @@ run_suite() {
 
 main() {
 	[ $# -eq 1 ] || die "usage: qemu-test.sh patched|pristine"
-	run_suite "$1" "$RESULTS"
-	"$TOP/scripts/verdict.sh" "$RESULTS" "$(suite_fslist)" "$(suite_ntests)" |
-		tee "$RESULTS/summary"
+	run_suite "$1" "$RESULTS/qemu-test"
+	"$TOP/scripts/verdict.sh" "$RESULTS/qemu-test" "$(suite_fslist)" "$(suite_ntests)" |
+		tee "$RESULTS/qemu-test/summary"
 }
 
 [ "${BASH_SOURCE[0]}" != "$0" ] || main "$@"

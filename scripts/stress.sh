@@ -40,13 +40,24 @@ run_checkers() {
 	"$TOP/scripts/verdict.sh" "$OUT" "$fslist" "$ntests" | tee "$OUT/summary"
 }
 
+# The checker's operations per filesystem (the processes that passed).
+report_ops() {
+	local tap
+	for tap in "$OUT"/*.tap; do
+		[ -e "$tap" ] || continue
+		awk -v fs="$(basename "$tap" .tap)" '
+			/^    ok [0-9]+ fsx proc / { sub(/.*ops=/, ""); n += $1 }
+			END { printf "stress.sh: %s: %d checker operations passed\n", fs, n }' "$tap" >&2
+	done
+}
+
 main() {
 	local kernel=$BUILD/kernel/patched-test/arch/x86/boot/bzImage rc=0
 	check_args
 	need_file "$kernel" "run 'make kernel' first"
 	need_file "$BUILD/initramfs/initramfs.cpio" "run 'make initramfs' first"
 	run_checkers "$kernel" || rc=1
-	grep -h '^    # fsx' "$OUT"/*.tap 2>/dev/null | sed 's/^    //' || true
+	report_ops
 	if [ "${STRESS_CRASH:-1}" != 0 ]; then
 		"$TOP/scripts/crash-test.sh" "$kernel" || rc=1
 	fi
