@@ -13,8 +13,9 @@
 #           synced file has exactly the size and bytes of its last synced
 #           state, every other file reads to its end without an I/O error;
 #   host    after boot 2 unmounted them, every image passes its read-only
-#           check (scripts/fsck.list), and neither boot's console holds a
-#           kernel splat (initramfs/splat-patterns).
+#           check (scripts/fsck.list), neither boot's console holds a
+#           kernel splat (initramfs/splat-patterns), and both guests had
+#           the CPUs and memory they were given (check_guest_resources).
 # The filesystem cut in the middle of its writes rotates from round to
 # round (the last of the list in round 1). The cut loses what the guest
 # had not yet sent to its disks; what it had sent, QEMU completes (the
@@ -73,11 +74,12 @@ line_no() {
 }
 
 check_boot() {
-	local dir=$1 what=$2 splats
+	local dir=$1 what=$2 splats resources
 	[ "$(cat "$dir/qemu.status")" != 124 ] ||
 		fail "$what: QEMU was killed after ${TIMEOUT}s (a hang?)"
 	grep -qx "uncached-boot nonce=$(cat "$dir/nonce")" "$dir/channel.log" ||
 		fail "$what: the guest never reached /init"
+	resources=$(check_guest_resources "$dir") || fail "$what: $resources"
 	splats=$(console_splats "$dir/console.log")
 	[ -z "$splats" ] ||
 		fail "$what: kernel splat: $(head -n 1 <<<"$splats" | sed 's/^\[[^]]*\] //')"

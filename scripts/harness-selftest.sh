@@ -2,8 +2,9 @@
 # harness-selftest.sh BZIMAGE - prove that the verdict logic of
 # 'make qemu-test' can fail: boot the kernel once per case of
 # scripts/harness-selftest.list (a failing test, an incomplete plan, a
-# WARNING, a panic, a hang, a guest that never sends its verdict, and one
-# good run that must pass) and check what verdict.sh reports for each.
+# WARNING, a panic, a hang, a guest that never sends its verdict, a guest
+# with fewer online CPUs than given, and one good run that must pass) and
+# check what verdict.sh reports for each.
 # Logs: build/results/selftest/CASE/.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"

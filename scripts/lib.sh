@@ -70,3 +70,58 @@ quilt_in() {
 		QUILT_PATCHES=$TOP/patches QUILT_SERIES=$TOP/series QUILT_PC=.pc \
 		quilt --quiltrc "$TOP/scripts/quiltrc" "$@")
 }
+
+# guest_value DIR WORD KEY: the value of KEY=... in the guest's line
+# "WORD ... nonce=<the run's nonce>" on the results port of the run-qemu.sh
+# run DIR (the last such line); empty when it sent none.
+guest_value() {
+	local nonce
+	nonce=$(cat "$1/nonce" 2>/dev/null) || return 0
+	awk -v word="$2" -v key="$3=" -v tail="nonce=$nonce" '
+		$1 == word && $NF == tail {
+			for (i = 2; i < NF; i++)
+				if (index($i, key) == 1)
+					v = substr($i, length(key) + 1)
+		}
+		END { print v }' "$1/channel.log" 2>/dev/null || true
+}
+
+# given_value DIR KEY: what run-qemu.sh gave the guest (DIR/resources).
+given_value() {
+	sed -n "s/^$2=//p" "$1/resources" 2>/dev/null || true
+}
+
+# check_guest_resources DIR: whether the guest of the run-qemu.sh run DIR
+# had the CPUs and memory it was given, as its /init reported them. Prints
+# one line, "2 online CPUs (2 given), MemTotal 350 MiB (384 MiB given)";
+# returns 1, the line saying why, when it had fewer CPUs, less memory than
+# run-qemu.sh's floor, or did not report them. Every script that judges a
+# guest calls this.
+check_guest_resources() {
+	local dir=$1 cpus kib min online total line problems=()
+	cpus=$(given_value "$dir" cpus)
+	kib=$(given_value "$dir" mem_kib)
+	min=$(given_value "$dir" mem_min_kib)
+	if [ -z "$cpus" ] || [ -z "$kib" ] || [ -z "$min" ]; then
+		echo "$dir/resources does not say what the guest was given (an old run?)"
+		return 1
+	fi
+	online=$(guest_value "$dir" uncached-cpus online)
+	total=$(guest_value "$dir" uncached-mem total_kib)
+	if [ -z "$online" ]; then
+		problems+=("the guest never reported its online CPUs ($cpus given)")
+	elif [ "$online" != "$cpus" ]; then
+		problems+=("the guest had $online online CPU(s), $cpus given")
+	fi
+	if ! [[ $total =~ ^[0-9]+$ ]]; then
+		problems+=("the guest never reported its memory ($((kib / 1024)) MiB given)")
+	elif [ "$total" -lt "$min" ] || [ "$total" -gt "$kib" ]; then
+		problems+=("the guest had MemTotal $((total / 1024)) MiB, $((kib / 1024)) MiB given (at least $((min / 1024)) MiB expected)")
+	fi
+	if [ ${#problems[@]} -gt 0 ]; then
+		printf -v line '%s; ' "${problems[@]}"
+		echo "CPUs/memory: ${line%; }"
+		return 1
+	fi
+	echo "$online online CPUs ($cpus given), MemTotal $((total / 1024)) MiB ($((kib / 1024)) MiB given)"
+}

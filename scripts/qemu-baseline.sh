@@ -10,8 +10,9 @@
 #     killed by its timeout or failed by a kernel splat does not count;
 #   - every test of kind "integrity" passes;
 # and, as verdict.sh checks for 'make qemu-test', that the guest sent its
-# done signal with this run's nonce, QEMU was not killed by the timeout,
-# every TAP file has its full plan and the console holds no kernel splat.
+# done signal with this run's nonce, had the CPUs and memory it was given,
+# QEMU was not killed by the timeout, every TAP file has its full plan and
+# the console holds no kernel splat.
 # Prints a table (test x filesystem) and exits 0 only if the baseline
 # behaves exactly like that. Results: build/results/baseline/ (table in
 # baseline.txt). --judge DIR judges an earlier run's results instead.

@@ -7,6 +7,9 @@
 #   FS.tap       each filesystem's TAP, cut out of channel.log
 #   qemu.status  QEMU's exit status (124: killed by the timeout)
 #   nonce        the token the guest must echo for its lines to count
+#   resources    the CPUs and memory given (cpus=, mem_kib=, mem_min_kib=),
+#                also in the guest's run.conf: /init checks it has them and
+#                reports what it has (check_guest_resources in lib.sh)
 # It reaches no verdict itself: see verdict.sh.
 #
 # Options: --kernel BZIMAGE --initrd CPIO --results DIR (required)
@@ -16,7 +19,8 @@
 #                 formatted; the guest's writes stay in them) instead of
 #                 fresh ones in the results directory; DIR must lie outside
 #                 it. For several boots on the same disks (crash-test.sh).
-#   --selftest CASE   harness self-test fault (panic, hang, noverdict)
+#   --selftest CASE   harness self-test fault (panic, hang, noverdict; cpus:
+#                 the kernel brings up one CPU only, maxcpus=1)
 #   --env 'VAR=VALUE ...'  environment of the guest tests (e.g. the stress
 #                 budget UNCACHED_STRESS_OPS); values are plain words
 #   --timeout SECS (1800)  --mem SIZE (384M)  --smp N (2)  --accel auto|tcg|kvm
@@ -58,7 +62,7 @@ parse_args() {
 	*) die "unknown --mode '$MODE' (test, shell, cmd or probe)" ;; esac
 	case $ACCEL in auto|tcg|kvm) ;; *) die "unknown --accel '$ACCEL' (auto, tcg or kvm)" ;; esac
 	[[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout takes seconds, not '$TIMEOUT'"
-	[[ $SMP =~ ^[0-9]+$ ]] || die "--smp takes a number of CPUs, not '$SMP'"
+	[[ $SMP =~ ^[1-9][0-9]*$ ]] || die "--smp takes a number of CPUs, not '$SMP'"
 	[[ $MEM =~ ^[0-9]+[MG]$ ]] || die "--mem takes a size like 512M or 2G, not '$MEM'"
 	check_test_env
 	[ -n "$TESTS_LIST" ] && need_file "$TESTS_LIST" "--tests-list names it"
@@ -105,6 +109,29 @@ disk_args() {
 	done
 }
 
+# write_resources: what the guest is given, for /init and the host's check.
+# MemTotal is less than -m: the kernel's image, struct pages, firmware
+# areas and, on the debug kernel, KASAN's shadow (an eighth of the memory)
+# never reach it (a 384M perf guest has 363M, 95%). The floor is 60% of -m:
+# well clear of that, but a guest on QEMU's default 128M, or one cut down
+# by mem=, fails.
+write_resources() {
+	local kib=${MEM%[MG]}
+	case $MEM in
+	*G) kib=$((kib * 1024 * 1024)) ;;
+	*M) kib=$((kib * 1024)) ;;
+	esac
+	printf 'cpus=%s\nmem_kib=%s\nmem_min_kib=%s\n' "$SMP" "$kib" $((kib * 60 / 100)) \
+		>"$RESULTS_DIR/resources"
+}
+
+# The kernel command line; the cpus self-test brings up one CPU only.
+kernel_cmdline() {
+	local cmdline="console=ttyS0 panic=-1 printk.devkmsg=on no_timer_check"
+	[ "$SELFTEST" != cpus ] || cmdline+=" maxcpus=1"
+	echo "$cmdline"
+}
+
 # The per-run part of the initramfs: run.conf (and the command), appended to
 # the base archive; the kernel unpacks both.
 make_run_initrd() {
@@ -119,6 +146,7 @@ make_run_initrd() {
 	supported_fs="$supported"
 	test_env="$TEST_ENV"
 	CONF
+	cat "$RESULTS_DIR/resources" >>"$dir/run.conf"
 	printf '%s\n' "$CMD" >"$dir/cmd"
 	{
 		echo "file /etc/uncached/run.conf $dir/run.conf 644 0 0"
@@ -184,6 +212,7 @@ main() {
 	mkdir -p "$RESULTS_DIR"
 	NONCE=$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
 	echo "$NONCE" >"$RESULTS_DIR/nonce"
+	write_resources
 	make_run_initrd
 	disks=$(disk_args)
 	accel=$(pick_accel)
@@ -193,7 +222,7 @@ main() {
 		-nodefaults -nographic -no-reboot $(accel_args "$accel") \
 		-smp "$SMP" -m "$MEM" \
 		-kernel "$KERNEL" -initrd "$RESULTS_DIR/initrd.cpio" \
-		-append "console=ttyS0 panic=-1 printk.devkmsg=on no_timer_check" \
+		-append "$(kernel_cmdline)" \
 		$(console_args) \
 		-device virtio-serial-pci \
 		-chardev file,id=results,path="$RESULTS_DIR/channel.log" \

@@ -4,6 +4,8 @@
 #   - the guest sent "uncached-done nonce=<this run's nonce>" on the results
 #     port after all tests (a panic, a hang or an early exit never does);
 #   - QEMU was not killed by the timeout;
+#   - the guest reported that it had the CPUs and memory it was given
+#     (check_guest_resources in lib.sh);
 #   - every filesystem of FS-LIST has a TAP file with the plan 1..NTESTS and
 #     NTESTS results, none of them "not ok";
 #   - the console log holds no kernel splat (initramfs/splat-patterns);
@@ -19,8 +21,13 @@ FAILURES=()
 fail() { FAILURES+=("$*"); }
 
 check_guest_verdict() {
-	local dir=$1 nonce status
+	local dir=$1 nonce status resources
 	nonce=$(cat "$dir/nonce")
+	if resources=$(check_guest_resources "$dir"); then
+		echo "guest: $resources" >&2
+	else
+		fail "$resources"
+	fi
 	status=$(cat "$dir/qemu.status" 2>/dev/null || echo missing)
 	[ "$status" != 124 ] || fail "timeout: QEMU was killed after the run's time limit (a hang?)"
 	if ! grep -qx "uncached-done nonce=$nonce" "$dir/channel.log" 2>/dev/null; then

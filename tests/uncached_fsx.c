@@ -888,6 +888,7 @@ int main(int argc, char **argv)
 
 	parse_args(argc, argv);
 	tap_plan(cfg.nproc);
+	tap_online_cpus();
 	tap_diag("seed %llu, %ld ops per process, MAXLEN %llu, NPROC %d, on %s",
 		 (unsigned long long)cfg.seed, cfg.ops,
 		 (unsigned long long)cfg.maxlen, cfg.nproc, cfg.dir);

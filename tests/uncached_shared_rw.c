@@ -403,6 +403,7 @@ int main(int argc, char **argv)
 		nrounds = MAX_ROUNDS;
 	fd = xopen(test_path("uncached-shared-rw"), O_RDWR | O_CREAT | O_TRUNC);
 	tap_plan(NREADERS + 3);
+	tap_online_cpus();
 	tap_diag("seed %llu, %ld rounds of %llu MiB, %d readers",
 		 (unsigned long long)seed, nrounds, FILE_LEN >> 20, NREADERS);
 	err = uncached_probe(fd);

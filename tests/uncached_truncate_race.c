@@ -529,6 +529,7 @@ int main(int argc, char **argv)
 	test_fd = xopen(path, O_RDWR | O_CREAT | O_TRUNC);
 	unlink(path);
 	tap_plan(9);
+	tap_online_cpus();
 	run_workers(w, ARRAY_SIZE(w));
 	tap_diag("%u truncates and %u punches succeeded", z->truncates,
 		 z->punches);

@@ -286,4 +286,16 @@ static inline int xopen(const char *path, int flags)
 	return fd;
 }
 
+/*
+ * Report the online CPUs as a TAP diagnostic ("# online CPUs: N"), for the
+ * tests whose races need more than one; returns the count.
+ */
+static inline long tap_online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	tap_diag("online CPUs: %ld", n);
+	return n;
+}
+
 #endif /* UNCACHED_UTIL_H */
