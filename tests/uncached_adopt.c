@@ -7,13 +7,15 @@
  *
  * One syscall cannot be interleaved with, so the test makes the uncached
  * read stop between instantiating its folios and copying them:
- * RWF_UNCACHED | RWF_NOWAIT on a cold range starts the read of exactly
- * that range (flagged uncached; uncached reads do no readahead) and
- * returns EAGAIN instead of waiting for it (under emulation the I/O often
+ * RWF_UNCACHED | RWF_NOWAIT on a cold range starts the read of that range
+ * and of a readahead window beyond it (all flagged uncached) and returns
+ * EAGAIN instead of waiting for it (under emulation the I/O often
  * completes before the read looks, so it is tried up to TRIES times).
- * Those folios are then
- * adopted, or (the control) not, and read with RWF_UNCACHED: without
- * adoption they are dropped, with it they stay.
+ * The folios of the range are then adopted, or (the control) not, and
+ * read with RWF_UNCACHED: without adoption they are dropped, with it they
+ * stay. Only the range is asserted on; what was read ahead beyond it
+ * stays flagged and uncopied (at most uncached_ra_leftover_bound(HEAD)),
+ * and is only reported.
  */
 #include "uncached_io.h"
 
@@ -35,10 +37,22 @@ static const char *const adopter_name[] = {
 /*
  * Instantiate the folios of [0, HEAD) the way an uncached read does,
  * without copying them: an RWF_UNCACHED | RWF_NOWAIT read of the cold
- * range starts the I/O and returns EAGAIN. Should the I/O beat the read's
- * check (it then copies and drops the folios), try again.
- * Returns the number of pages of the range in the page cache after it.
+ * range starts the I/O (with readahead beyond HEAD) and returns EAGAIN.
+ * Should the I/O beat the read's check (it then copies and drops the
+ * folios of the range), evict the file, readahead leftovers included, and
+ * try again. Returns the number of pages of the range in the page cache
+ * after it.
  */
+/* Report the pages of [HEAD, FILE_LEN) in the page cache (not asserted). */
+static void diag_leftover(const char *what, int fd)
+{
+	tap_diag("leftover beyond the %llu KiB range %s: %llu KiB (bound %llu KiB)",
+		 (unsigned long long)(HEAD >> 10), what,
+		 (unsigned long long)(nr_cached(fd, HEAD, FILE_LEN - HEAD) *
+				      PAGE_SZ >> 10),
+		 (unsigned long long)(uncached_ra_leftover_bound(HEAD) >> 10));
+}
+
 static uint64_t start_uncached_read(int fd, unsigned int seed)
 {
 	char *buf = xmalloc(HEAD);
@@ -55,6 +69,7 @@ static uint64_t start_uncached_read(int fd, unsigned int seed)
 		run = nr_cached(fd, 0, HEAD);
 	}
 	tap_diag("%d NOWAIT read(s), the last returned %zd", i, ret);
+	diag_leftover("read ahead by the NOWAIT read", fd);
 	free(buf);
 	return run;
 }
@@ -111,6 +126,7 @@ static void scenario(const char *path, enum adopter how)
 		   "%s: uncached read of the pages, data right", who);
 	want = how == NOBODY ? 0 : run;
 	expect_cached(fd, 0, HEAD, want, who);
+	diag_leftover("after the uncached read", fd);
 	close(fd);
 }
 

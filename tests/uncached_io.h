@@ -293,4 +293,46 @@ static inline long check_words(const void *buf, size_t len, uint64_t off,
 	return -1;
 }
 
+/*
+ * Readahead of uncached reads. Like mainline's RWF_DONTCACHE, uncached
+ * reads read ahead; the folios read ahead are flagged uncached and dropped
+ * when the stream's later reads copy them, so a stream that reads on to
+ * EOF leaves nothing, but one that stops (or reads concurrently out of
+ * order) leaves what it read ahead. The kernel caps the readahead window
+ * of an uncached stream at W = max(128 KiB, request size), never more than
+ * the file's readahead setting allows for the request, and documents the
+ * bound: after an uncached stream stops, at most 2 x W of its read-ahead
+ * folios stay cached beyond the last byte it read ("at most two readahead
+ * windows per open stream": the window being consumed plus the one read
+ * ahead asynchronously). Those leftovers stay flagged, are never promoted
+ * and are reclaimed normally.
+ */
+#define UNCACHED_RA_MIN_WINDOW	(128ULL << 10)
+
+/*
+ * One folio of rounding slack on top of 2 x W: the kernel sizes windows in
+ * pages but reads, marks and drops them in folios, so where the stream
+ * stopped inside a folio the rest of that folio may count beyond the last
+ * byte read. 64 KiB is enough for the tests: readahead builds no folio
+ * larger than its window (order <= ilog2 of the window in pages) and
+ * aligns folios to their size, so 128 KiB windows use folios of at most
+ * 128 KiB, and the tests' partial reads stop on 64 KiB boundaries (their
+ * requests larger than 128 KiB read to EOF): at most 64 KiB of a folio
+ * lies past the stop.
+ */
+#define UNCACHED_RA_SLACK	(64ULL << 10)
+
+/*
+ * Bytes of read-ahead folios an uncached stream of @req_bytes calls may
+ * leave cached beyond the last byte it read, once it stopped: 2 x W plus
+ * the slack above.
+ */
+static inline uint64_t uncached_ra_leftover_bound(uint64_t req_bytes)
+{
+	uint64_t window = req_bytes > UNCACHED_RA_MIN_WINDOW ?
+			  req_bytes : UNCACHED_RA_MIN_WINDOW;
+
+	return 2 * window + UNCACHED_RA_SLACK;
+}
+
 #endif /* UNCACHED_IO_H */

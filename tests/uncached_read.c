@@ -9,6 +9,10 @@
 #define FILE_LEN	(64ULL << 20)	/* the 64 MiB read of the closing note */
 #define BS		(64 << 10)
 
+/*
+ * The read goes on to EOF: readahead stops there, and the stream's later
+ * calls copy (and so drop) every folio it read ahead, so nothing stays.
+ */
 static void cold_read(const char *path)
 {
 	int fd = make_cold_file(path, FILE_LEN, 1);

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * RWF_UNCACHED reads in several access patterns: a half cached file,
- * sequential reads of the whole file and of its first half, random 4 KiB
- * reads, a read ending beyond EOF and a zero-length read. Asserts on
- * cachestat() of the byte ranges read and checks the data against the
- * pattern.
+ * sequential reads of the whole file and of its first half, the first half
+ * and then the rest, random 4 KiB reads, a read ending beyond EOF and a
+ * zero-length read. Asserts on cachestat() of the byte ranges read and
+ * checks the data against the pattern. Uncached reads read ahead: a read
+ * to EOF leaves nothing (readahead stops at EOF and the stream's later
+ * calls drop what it read ahead), one that stops before EOF leaves at most
+ * uncached_ra_leftover_bound() bytes beyond its end and nothing in the
+ * range it read.
  */
 #include "uncached_io.h"
 
@@ -40,9 +44,31 @@ static void half_warm(const char *path)
 }
 
 /*
- * Sequential reads of the first @len bytes of a cold file in @bs calls:
- * nothing stays cached anywhere in the file, also when the reads stop
- * before EOF (readahead must not leave folios beyond the last call).
+ * Read-ahead folios an uncached stream of @bs calls left in [end, FILE_LEN)
+ * after it stopped at @end: reported, and one case that they stay within
+ * uncached_ra_leftover_bound(@bs).
+ */
+static void expect_leftover(int fd, uint64_t end, size_t bs, const char *what)
+{
+	uint64_t left = nr_cached(fd, end, FILE_LEN - end) * PAGE_SZ;
+	uint64_t bound = uncached_ra_leftover_bound(bs);
+
+	tap_diag("%s: leftover after partial read: %llu KiB (bound %llu KiB)",
+		 what, (unsigned long long)(left >> 10),
+		 (unsigned long long)(bound >> 10));
+	if (left > bound)
+		diag_cached_pages(fd, end, FILE_LEN - end);
+	tap_result(left <= bound,
+		   "%s: %llu KiB read ahead beyond the read stay cached (bound %llu KiB)",
+		   what, (unsigned long long)(left >> 10),
+		   (unsigned long long)(bound >> 10));
+}
+
+/*
+ * Sequential reads of the first @len bytes of a cold file in @bs calls.
+ * To EOF nothing stays cached anywhere in the file. When the reads stop
+ * before EOF nothing stays in the range read, and at most the documented
+ * two readahead windows beyond it.
  */
 static void sequential(const char *path, size_t bs, uint64_t len)
 {
@@ -53,6 +79,35 @@ static void sequential(const char *path, size_t bs, uint64_t len)
 		 bs >> 10, (unsigned long long)(len >> 20));
 	tap_result(read_range_flags(fd, 0, len, bs, RWF_UNCACHED, 12),
 		   "%s: uncached read, data right", what);
+	if (len == FILE_LEN) {
+		expect_cached(fd, 0, FILE_LEN, 0, what);
+	} else {
+		expect_cached(fd, 0, len, 0, what);
+		expect_leftover(fd, len, bs, what);
+	}
+	close(fd);
+}
+
+/*
+ * A stream that stops halfway, then reads on to EOF: its later calls copy
+ * (and so drop) what it read ahead beyond the half, nothing stays cached.
+ */
+static void half_then_rest(const char *path)
+{
+	const size_t bs = 16 << 10;
+	const char *what = "first half, then the rest";
+	int fd = make_cold_file(path, FILE_LEN, 15);
+	uint64_t left;
+
+	tap_result(read_range_flags(fd, 0, HALF, bs, RWF_UNCACHED, 15),
+		   "%s: uncached read of the first half, data right", what);
+	left = nr_cached(fd, HALF, FILE_LEN - HALF) * PAGE_SZ;
+	tap_diag("%s: leftover after the first half: %llu KiB (bound %llu KiB)",
+		 what, (unsigned long long)(left >> 10),
+		 (unsigned long long)(uncached_ra_leftover_bound(bs) >> 10));
+	tap_result(read_range_flags(fd, HALF, FILE_LEN - HALF, bs,
+				    RWF_UNCACHED, 15),
+		   "%s: uncached read of the rest to EOF, data right", what);
 	expect_cached(fd, 0, FILE_LEN, 0, what);
 	close(fd);
 }
@@ -68,7 +123,13 @@ static uint64_t xorshift(uint64_t *state)
 	return x;
 }
 
-/* 4 KiB reads at NR_RANDOM distinct pages in a fixed pseudo-random order. */
+/*
+ * 4 KiB reads at NR_RANDOM distinct pages in a fixed pseudo-random order.
+ * No read ahead: the order reads neither page 0 nor a page at or right
+ * after the one following the previous read, so readahead never sees a
+ * sequential stream, and no page before a read stays cached to look like
+ * one; nothing stays cached.
+ */
 static void random_reads(const char *path)
 {
 	uint64_t npages = pages_of(FILE_LEN), seed = 0x5eed1234abcdULL, i;
@@ -132,11 +193,12 @@ int main(int argc, char **argv)
 
 	test_init(argc, argv);
 	path = test_path("uncached-read-patterns");
-	tap_plan(17);
+	tap_plan(21);
 	half_warm(path);
 	sequential(path, 16 << 10, FILE_LEN);
 	sequential(path, 16 << 10, HALF);
 	sequential(path, FILE_LEN, FILE_LEN);
+	half_then_rest(path);
 	random_reads(path);
 	eof_and_empty(path);
 	unlink(path);
