@@ -88,6 +88,10 @@ bench_run() {
 	[ "$threads" = - ] && threads=$BENCH_SMP
 	[ "$opts" = - ] && opts=
 	case " $opts " in *" --truncate "*) prefix="/mnt/$fs/$id" ;; esac
+	# --hot NAME: the hot reader's file is NAME on this filesystem
+	case " $opts " in
+	*" --hot "*) opts=$(echo "$opts" | sed "s|--hot |--hot /mnt/$fs/|") ;;
+	esac
 	if [ "$tool" = fio ]; then
 		run_logged "fio:$label" run_fio "fio:$label" "$fs" "$op" "$mode" \
 			"$bs" "$threads" "$secs" "$opts"

@@ -8,7 +8,9 @@
 #   build/bench/report.md     tables, ratios, the issue's targets
 #   build/bench/*.png         MB/s and page cache over time
 # Logs per kernel: build/bench/<kernel>/console.log, channel.log.
-# No timing is judged: it fails only when something could not run.
+# No timing is judged: it fails only when something could not run, or a
+# guest did not have the CPUs and memory it was given (the report states
+# the online CPUs each guest had).
 #
 # Environment (defaults):
 #   BENCH_MEM (512M) BENCH_SMP (2)   guest RAM and CPUs
@@ -28,8 +30,9 @@ BENCH_KERNELS=${BENCH_KERNELS:-pristine patched}
 BENCH_LIST=${BENCH_LIST:-$TOP/scripts/bench.list}
 OUT=$BUILD/bench
 TOOLS_DIR=$OUT/tools-root
-RUN_OVERHEAD=8		# seconds per run besides its own (drop, fsync, start)
-BOOT_OVERHEAD=60	# seconds per boot besides the runs and the data set
+RUN_OVERHEAD=3		# seconds per run besides its own (drop, fsync, start: 1-2 s)
+BOOT_OVERHEAD=40	# seconds per boot besides the runs and the data set (KVM probe, boot)
+ONLINE_CPUS=()		# "KERNEL N": the online CPUs each guest reported
 
 kernel_path() {
 	case $1 in
@@ -55,12 +58,13 @@ check_settings() {
 	[[ $BENCH_DATA =~ ^[0-9]+[MG]$ ]] || die "BENCH_DATA takes a size like 2G, not '$BENCH_DATA'"
 	FILE_MIB=$(($(mib "$BENCH_DATA") / BENCH_SMP))
 	[ "$FILE_MIB" -ge 64 ] || die "BENCH_DATA / BENCH_SMP must be 64M or more"
+	HOT_MIB=$(($(mib "$BENCH_MEM") * 3 / 10))	# the --hot file (uncached_bench)
 	for fs in $BENCH_FS; do
 		disk_mib=$(mib "$(list_entries "$TOP/scripts/bench-disks.list" |
 			awk -v fs="$fs" '$1 == fs {print $2}')")
 		[ -n "$disk_mib" ] || die "BENCH_FS: no disk '$fs' in scripts/bench-disks.list"
-		# the data set, one streaming file, room for copy-on-write
-		[ $(($(mib "$BENCH_DATA") + FILE_MIB * 2)) -le "$disk_mib" ] ||
+		# the data set, one streaming file, the hot file, copy-on-write
+		[ $(($(mib "$BENCH_DATA") + FILE_MIB * 2 + HOT_MIB)) -le "$disk_mib" ] ||
 			die "BENCH_DATA $BENCH_DATA does not fit the ${disk_mib}M $fs disk (scripts/bench-disks.list)"
 	done
 	for k in $BENCH_KERNELS; do
@@ -123,11 +127,17 @@ write_guest_cmd() {
 	echo "bench_done"
 }
 
-# Seconds the runs of kernel $1 should take.
+# Seconds the runs of kernel $1 should take: each run's own, its overhead,
+# fio's --ramp_time, the warm-up read of the --hot file (about 100 MB/s),
+# and the data set (O_DIRECT, about 100 MB/s).
 estimate() {
 	local fs total=$BOOT_OVERHEAD
 	for fs in $BENCH_FS; do
-		total=$((total + $(rows_for "$1" "$fs" | awk -v o=$RUN_OVERHEAD '{s += $7 + o} END {print s + 0}')))
+		total=$((total + $(rows_for "$1" "$fs" | awk -v o=$RUN_OVERHEAD -v hot=$((HOT_MIB / 100)) '
+			{s += $7 + o}
+			match($0, /--ramp_time=[0-9]+/) {s += substr($0, RSTART + 12, RLENGTH - 12)}
+			/[[:space:]]--hot[[:space:]]/ {s += hot}
+			END {print s + 0}')))
 		total=$((total + $(mib "$BENCH_DATA") / 100))
 	done
 	echo "$total"
@@ -135,13 +145,15 @@ estimate() {
 
 # Show the guest's progress: one line per run and its result.
 progress() {
-	grep --line-buffered -E '^(bench-run-begin|  steady|  total|uncached_bench: error|init: |Kernel panic|BUG:|WARNING:)' |
+	grep --line-buffered -E '^(bench-run-begin|  steady|  total|  hot reader|uncached_bench: error|init: |Kernel panic|BUG:|WARNING:)' |
 		grep --line-buffered -v 'as tools' |
 		sed -u 's/^/  guest: /' >&2 || true
 }
 
+# run_kernel KERNEL: boot it and run its matrix; fails unless the guest had
+# the CPUs and memory it was given (the online CPUs go to the report).
 run_kernel() {
-	local k=$1 dir=$OUT/$1 secs
+	local k=$1 dir=$OUT/$1 secs resources
 	mkdir -p "$dir"
 	write_guest_cmd "$k" "$dir/expected" >"$dir/guest-cmd.sh"
 	secs=$(estimate "$k")
@@ -154,6 +166,10 @@ run_kernel() {
 		</dev/null | progress
 	cp "$dir/run/console.log" "$dir/run/channel.log" "$dir/run/nonce" "$dir/"
 	rm -rf "$dir/run/disks"
+	resources=$(check_guest_resources "$dir/run") ||
+		die "$k: $resources (see $dir/console.log)"
+	log "$k: guest: $resources"
+	ONLINE_CPUS+=("$k $(guest_value "$dir/run" uncached-cpus online)")
 }
 
 main() {
@@ -177,7 +193,8 @@ main() {
 	done
 	# shellcheck disable=SC2086
 	python3 "$TOP/scripts/bench-report.py" --out "$OUT" --mem "$BENCH_MEM" \
-		--smp "$BENCH_SMP" --data "$BENCH_DATA" $BENCH_KERNELS ||
+		--smp "$BENCH_SMP" --online-cpus "$(IFS=,; echo "${ONLINE_CPUS[*]}")" \
+		--data "$BENCH_DATA" $BENCH_KERNELS ||
 		die "some runs could not run (see $OUT/report.md)"
 	log "done in $(((SECONDS - start) / 60)) min: $OUT/report.md, $OUT/results.json, $OUT/*.png"
 }

@@ -2,9 +2,11 @@
 # demo.sh - make demo: about 3 minutes on the patched kernel. Boots a small
 # guest, reads a file larger than its memory with buffered reads and then
 # with RWF_UNCACHED, shows the per-second table (MB/s, page cache, kswapd
-# CPU) and cachestat of the file after each, and ends with a side-by-side
-# summary. Builds nothing; uses build/kernel/patched-perf when it exists,
-# else the debug kernel build/kernel/patched-test.
+# CPU) and cachestat of the file after each, the CPUs and memory the guest
+# had (it fails unless they are those it was given: check_guest_resources
+# in lib.sh), and ends with a side-by-side summary. Builds nothing; uses
+# build/kernel/patched-perf when it exists, else the debug kernel
+# build/kernel/patched-test.
 # Environment: DEMO_KERNEL (bzImage), DEMO_MEM (512M), DEMO_SMP (2),
 # DEMO_SECONDS (60 per read), DEMO_FILE (3 x DEMO_MEM).
 # Logs: build/demo/console.log, channel.log.
@@ -59,6 +61,7 @@ show() {
 }
 
 main() {
+	local resources
 	need_cmd qemu-system-x86_64 python3 mkfs.ext4
 	pick_kernel
 	check_settings
@@ -73,6 +76,9 @@ main() {
 		--mem "$DEMO_MEM" --smp "$DEMO_SMP" --timeout $((DEMO_SECONDS * 4 + 300)) \
 		</dev/null | show
 	rm -rf "$OUT/disks"
+	resources=$(check_guest_resources "$OUT") ||
+		die "$resources (see $OUT/console.log)"
+	printf '\nGuest: %s.\n' "$resources"
 	python3 "$TOP/scripts/bench-report.py" --side-by-side "$OUT/channel.log" ||
 		die "the demo did not complete (see $OUT/console.log)"
 }

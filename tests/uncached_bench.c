@@ -19,6 +19,13 @@
  *   uncached-bench-sec {...}      one per second
  *   uncached-bench-summary {...}  one at the end
  *
+ * With --hot FILE, a neighbour runs beside the streams: a "hot" reader doing
+ * random 4 KiB buffered reads of FILE (--hot-size, default 30% of the RAM;
+ * created with O_DIRECT when missing, read once fully before the clock
+ * starts). A read is a page-cache hit when cachestat() found its page
+ * cached just before. With -j 0 the hot reader runs alone. Its figures
+ * follow the summary (uncached-bench-hot {...} with --json).
+ *
  * Other actions: --prepare creates the data set (O_DIRECT writes, so the
  * page cache stays clean; files of the right size are reused), --cachestat
  * reports how much of each file is in the page cache.
@@ -37,6 +44,7 @@
 #define MAX_SECONDS	3600
 #define MAX_KSWAPD	16
 #define PREP_BLOCK	(1 << 20)
+#define HOT_BLOCK	4096
 
 enum action { ACT_RUN, ACT_PREPARE, ACT_CACHESTAT };
 enum mode { MODE_BUFFERED, MODE_UNCACHED, MODE_DIRECT };
@@ -57,11 +65,14 @@ struct options {
 	bool json;
 	bool truncate;
 	bool drop;
+	const char *hot;	/* the hot reader's file, or NULL */
+	uint64_t hot_size;
 };
 
 static struct options opt = {
 	.mode = MODE_BUFFERED,
 	.bs = 64 << 10,
+	.threads = -1,
 	.filesize = 1ULL << 30,
 	.label = "",
 	.drop = true,
@@ -79,6 +90,21 @@ struct worker {
 };
 
 static struct worker workers[MAX_THREADS];
+
+/* The neighbour of the streams: random 4 KiB buffered reads of opt.hot. */
+struct hot_reader {
+	pthread_t thread;
+	int fd;
+	void *buf;
+	_Atomic uint64_t ops;
+	_Atomic uint64_t hits;	/* reads whose page was cached before */
+	int err;
+	const char *what;
+	struct cachestat before, after;	/* of the whole file */
+};
+
+static struct hot_reader hot;
+
 static atomic_bool stop;
 static _Atomic uint64_t reserved;
 static atomic_int running;
@@ -92,6 +118,7 @@ struct snapshot {
 	double user_s, sys_s, iowait_s, idle_s;	/* /proc/stat, all CPUs */
 	double dev_rd_mb, dev_wr_mb;	/* /proc/diskstats, all NVMe disks */
 	uint64_t dev_rd_ios, dev_wr_ios;
+	uint64_t hot_ops, hot_hits;	/* the hot reader's reads and hits */
 };
 
 static struct snapshot samples[MAX_SECONDS + 2];
@@ -112,6 +139,7 @@ usage_error(const char *fmt, ...)
 	fprintf(stderr, "\nusage: uncached_bench -f FILE-PREFIX [-m buffered|uncached|direct]\n"
 		"  [-o read|write] [-b BLOCK] [-j THREADS] [-s FILESIZE] [-t SECONDS]\n"
 		"  [-n BYTES] [--truncate] [--no-drop] [--json] [--label TEXT]\n"
+		"  [--hot FILE [--hot-size SIZE]]   (-j 0: the hot reader alone)\n"
 		"  uncached_bench -f FILE-PREFIX [-j THREADS] [-s FILESIZE] --prepare\n"
 		"  uncached_bench -f FILE-PREFIX [-j THREADS] --cachestat\n"
 		"Files are FILE-PREFIX.0 .. FILE-PREFIX.<THREADS-1>, one thread each.\n"
@@ -192,14 +220,33 @@ static void check_label(const char *s)
 			usage_error("--label allows letters, digits and _.:/=+- only");
 }
 
+/* 30% of MemTotal, in whole MiB: the hot reader's default file size. */
+static uint64_t default_hot_size(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	unsigned long long kb = 0;
+
+	if (!f || fscanf(f, "MemTotal: %llu kB", &kb) != 1 || !kb)
+		die("cannot read MemTotal from /proc/meminfo");
+	fclose(f);
+	return (kb * 3 / 10 >> 10) << 20;
+}
+
 static void validate_options(void)
 {
 	if (!opt.prefix)
 		usage_error("-f FILE-PREFIX is required");
-	if (!opt.threads)
-		opt.threads = sysconf(_SC_NPROCESSORS_ONLN);
-	if (opt.threads < 1 || opt.threads > MAX_THREADS)
-		opt.threads = opt.threads < 1 ? 1 : MAX_THREADS;
+	if (!opt.threads && !opt.hot)
+		usage_error("-j 0 (no streams) needs --hot");
+	if (opt.hot && !opt.hot_size)
+		opt.hot_size = default_hot_size();
+	if (opt.hot_size % HOT_BLOCK)
+		usage_error("--hot-size must be a multiple of 4K");
+	if (opt.threads < 0)
+		opt.threads = sysconf(_SC_NPROCESSORS_ONLN) > 0 ?
+			      sysconf(_SC_NPROCESSORS_ONLN) : 1;
+	if (opt.threads > MAX_THREADS)
+		opt.threads = MAX_THREADS;
 	if (opt.bs % 512 || opt.bs > (64 << 20))
 		usage_error("-b must be a multiple of 512 up to 64M");
 	if (opt.filesize % opt.bs || opt.filesize % 4096)
@@ -220,6 +267,8 @@ static void parse_args(int argc, char **argv)
 		{ "cachestat", no_argument, NULL, 'C' },
 		{ "truncate", no_argument, NULL, 'T' },
 		{ "no-drop", no_argument, NULL, 'D' },
+		{ "hot", required_argument, NULL, 'H' },
+		{ "hot-size", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -231,7 +280,7 @@ static void parse_args(int argc, char **argv)
 		case 'm': opt.mode = parse_choice(optarg, mode_names, 3, "mode"); break;
 		case 'o': opt.write = parse_choice(optarg, ops, 2, "operation"); break;
 		case 'b': opt.bs = parse_size(optarg, "-b"); break;
-		case 'j': opt.threads = parse_num(optarg, "-j", 1, MAX_THREADS); break;
+		case 'j': opt.threads = parse_num(optarg, "-j", 0, MAX_THREADS); break;
 		case 's': opt.filesize = parse_size(optarg, "-s"); break;
 		case 't': opt.seconds = parse_num(optarg, "-t", 1, MAX_SECONDS); break;
 		case 'n': opt.max_bytes = parse_size(optarg, "-n"); break;
@@ -242,6 +291,8 @@ static void parse_args(int argc, char **argv)
 		case 'C': opt.action = ACT_CACHESTAT; break;
 		case 'T': opt.truncate = true; break;
 		case 'D': opt.drop = false; break;
+		case 'H': opt.hot = optarg; break;
+		case 'S': opt.hot_size = parse_size(optarg, "--hot-size"); break;
 		case 'h': usage_error("help");
 		default: usage_error("bad option");
 		}
@@ -382,6 +433,8 @@ static void take_snapshot(struct snapshot *s, double t0)
 	s->bytes = 0;
 	for (i = 0; i < opt.threads; i++)
 		s->bytes += atomic_load(&workers[i].bytes);
+	s->hot_ops = atomic_load(&hot.ops);
+	s->hot_hits = atomic_load(&hot.hits);
 	s->kswapd_s = 0;
 	for (i = 0; i < nkswapd; i++)
 		s->kswapd_s += task_cpu(kswapd_pids[i]);
@@ -435,6 +488,39 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* The hot reader: random 4 KiB buffered reads; cachestat() counts hits. */
+static void *hot_main(void *arg)
+{
+	uint64_t pages = opt.hot_size / HOT_BLOCK, seed = 1, off;
+	struct cachestat_range range = { .len = HOT_BLOCK };
+	struct cachestat cs;
+	ssize_t ret;
+
+	(void)arg;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		off = rand64(&seed) % pages * HOT_BLOCK;
+		range.off = off;
+		if (syscall(__NR_cachestat, hot.fd, &range, &cs, 0)) {
+			hot.err = errno;
+			hot.what = "cachestat";
+			break;
+		}
+		ret = pread(hot.fd, hot.buf, HOT_BLOCK, off);
+		if (ret != HOT_BLOCK) {
+			hot.err = ret < 0 ? errno : EIO;
+			hot.what = "pread";
+			break;
+		}
+		atomic_fetch_add_explicit(&hot.ops, 1, memory_order_relaxed);
+		if (cs.nr_cache)
+			atomic_fetch_add_explicit(&hot.hits, 1,
+						  memory_order_relaxed);
+	}
+	if (hot.err)
+		atomic_store(&stop, true);
+	return NULL;
+}
+
 static int open_file(int idx)
 {
 	int flags = opt.write ? O_WRONLY | O_CREAT : O_RDONLY;
@@ -456,6 +542,39 @@ static int open_file(int idx)
 	if (opt.truncate && ftruncate(fd, 0))
 		die("truncate %s: %s", name, strerror(errno));
 	return fd;
+}
+
+static void prepare_file(const char *name, uint64_t size, void *buf);
+
+/*
+ * The hot file: created when missing, then read once fully (buffered) so
+ * that it starts in the page cache, as a working set would be.
+ */
+static void start_hot_reader(void)
+{
+	double t = now();
+	uint64_t off;
+	void *buf;
+
+	if (posix_memalign(&buf, 4096, PREP_BLOCK))
+		die("out of memory");
+	fill_pattern(buf, PREP_BLOCK, 0, 2);
+	prepare_file(opt.hot, opt.hot_size, buf);
+	hot.fd = open(opt.hot, O_RDONLY);
+	if (hot.fd < 0)
+		die("open %s: %s", opt.hot, strerror(errno));
+	for (off = 0; off < opt.hot_size; off += PREP_BLOCK)
+		if (pread(hot.fd, buf, PREP_BLOCK, off) <= 0)
+			die("read %s: %s", opt.hot, strerror(errno));
+	free(buf);
+	hot.before = file_cachestat(hot.fd, 0, 0);
+	printf("hot reader: %s warmed in %.1f s, %.0f of %llu MB cached; random %d KB buffered reads\n",
+	       opt.hot, now() - t, hot.before.nr_cache * PAGE_SZ / MIB,
+	       (unsigned long long)(opt.hot_size >> 20), HOT_BLOCK >> 10);
+	if (posix_memalign(&hot.buf, 4096, HOT_BLOCK))
+		die("out of memory");
+	if (pthread_create(&hot.thread, NULL, hot_main, NULL))
+		die("cannot start the hot reader");
 }
 
 static void start_workers(void)
@@ -486,6 +605,8 @@ static void stop_workers(void)
 	atomic_store(&stop, true);
 	for (i = 0; i < opt.threads; i++)
 		pthread_join(workers[i].thread, NULL);
+	if (opt.hot)
+		pthread_join(hot.thread, NULL);
 	for (i = 0; i < opt.threads; i++) {
 		struct worker *w = &workers[i];
 
@@ -495,6 +616,14 @@ static void stop_workers(void)
 		if (w->err)
 			die("%s of %s failed: %s", w->what, file_name(i),
 			    strerror(w->err));
+	}
+	if (hot.err)
+		die("%s of %s (hot reader) failed: %s", hot.what, opt.hot,
+		    strerror(hot.err));
+	if (opt.hot) {
+		hot.after = file_cachestat(hot.fd, 0, 0);
+		close(hot.fd);
+		free(hot.buf);
 	}
 }
 
@@ -533,16 +662,23 @@ static void print_second(int i)
 		printf("%4ds:", i);
 	else
 		printf("%5.1fs", b->t);
-	printf(" %6.0fMB/sec  cache %4.0fMB  dirty+wb %4.0fMB  kswapd %.2fs  sys %.2fs\n",
+	printf(" %6.0fMB/sec  cache %4.0fMB  dirty+wb %4.0fMB  kswapd %.2fs  sys %.2fs",
 	       rate(i - 1, i), b->cached_mb, b->dirty_wb_mb,
 	       b->kswapd_s - a->kswapd_s, b->sys_s - a->sys_s);
+	if (opt.hot)
+		printf("  hot %llu reads, %llu hits",
+		       (unsigned long long)(b->hot_ops - a->hot_ops),
+		       (unsigned long long)(b->hot_hits - a->hot_hits));
+	printf("\n");
 	if (opt.json)
-		printf("uncached-bench-sec {\"label\":\"%s\",\"sec\":%d,\"t\":%.3f,\"dt\":%.3f,\"mbps\":%.1f,\"cache_mb\":%.1f,\"dirty_wb_mb\":%.1f,\"free_mb\":%.1f,\"kswapd_s\":%.3f,\"sys_s\":%.3f,\"user_s\":%.3f,\"iowait_s\":%.3f,\"dev_rd_mb\":%.1f,\"dev_wr_mb\":%.1f}\n",
+		printf("uncached-bench-sec {\"label\":\"%s\",\"sec\":%d,\"t\":%.3f,\"dt\":%.3f,\"mbps\":%.1f,\"cache_mb\":%.1f,\"dirty_wb_mb\":%.1f,\"free_mb\":%.1f,\"kswapd_s\":%.3f,\"sys_s\":%.3f,\"user_s\":%.3f,\"iowait_s\":%.3f,\"dev_rd_mb\":%.1f,\"dev_wr_mb\":%.1f,\"hot_ops\":%llu,\"hot_hits\":%llu}\n",
 		       opt.label, i, b->t, b->t - a->t, rate(i - 1, i),
 		       b->cached_mb, b->dirty_wb_mb, b->free_mb,
 		       b->kswapd_s - a->kswapd_s, b->sys_s - a->sys_s,
 		       b->user_s - a->user_s, b->iowait_s - a->iowait_s,
-		       b->dev_rd_mb - a->dev_rd_mb, b->dev_wr_mb - a->dev_wr_mb);
+		       b->dev_rd_mb - a->dev_rd_mb, b->dev_wr_mb - a->dev_wr_mb,
+		       (unsigned long long)(b->hot_ops - a->hot_ops),
+		       (unsigned long long)(b->hot_hits - a->hot_hits));
 	fflush(stdout);
 }
 
@@ -553,7 +689,7 @@ static bool failed(void)
 	for (i = 0; i < opt.threads; i++)
 		if (workers[i].err)
 			return true;
-	return false;
+	return hot.err != 0;
 }
 
 /* Sample /proc every second until the budget is spent or workers end. */
@@ -562,7 +698,9 @@ static void sample_loop(double t0)
 	double next = 1, left;
 
 	for (;;) {
-		bool done = !atomic_load(&running);
+		/* streams all ended; or, for the hot reader alone, it failed */
+		bool done = opt.threads ? !atomic_load(&running) :
+					  atomic_load(&stop);
 
 		left = next - (now() - t0);
 		if (!done && left > 0) {
@@ -586,6 +724,7 @@ struct summary {
 	int steady_from;	/* first second of the steady window */
 	double cache_peak, dirty_wb_peak;
 	double fsync_s, cache_after_fsync;
+	double sys_after_fsync;	/* /proc/stat kernel CPU after the fsync */
 	const char *fs;
 };
 
@@ -660,8 +799,9 @@ static void print_summary_text(const struct summary *sm)
 	       s0->cached_mb, sm->cache_peak, e->cached_mb, sm->dirty_wb_peak);
 	print_device_io(s0, e);
 	if (opt.write)
-		printf("  fsync        %.2f s after the timed part; page cache then %.0f MB\n",
-		       sm->fsync_s, sm->cache_after_fsync);
+		printf("  fsync        %.2f s after the timed part; page cache then %.0f MB; kernel CPU with it %.2f s\n",
+		       sm->fsync_s, sm->cache_after_fsync,
+		       sm->sys_after_fsync - s0->sys_s);
 }
 
 static void print_summary_json(const struct summary *sm)
@@ -680,10 +820,10 @@ static void print_summary_json(const struct summary *sm)
 	       e->t, e->bytes / MIB, rate(0, nsamples), rate(0, first5),
 	       rate(sm->steady_from - 1, sm->last), sm->fill,
 	       sm->steady_from, sm->last);
-	printf("\"kswapd_s\":%.3f,\"kswapd_steady_s\":%.3f,\"sys_s\":%.3f,\"sys_steady_s\":%.3f,\"user_s\":%.3f,",
+	printf("\"kswapd_s\":%.3f,\"kswapd_steady_s\":%.3f,\"sys_s\":%.3f,\"sys_steady_s\":%.3f,\"sys_incl_fsync_s\":%.3f,\"user_s\":%.3f,",
 	       e->kswapd_s - s0->kswapd_s, sb->kswapd_s - sa->kswapd_s,
 	       e->sys_s - s0->sys_s, sb->sys_s - sa->sys_s,
-	       e->user_s - s0->user_s);
+	       sm->sys_after_fsync - s0->sys_s, e->user_s - s0->user_s);
 	printf("\"cache_start_mb\":%.1f,\"cache_peak_mb\":%.1f,\"cache_final_mb\":%.1f,\"dirty_wb_peak_mb\":%.1f,\"fsync_s\":%.3f,\"cache_after_fsync_mb\":%.1f,",
 	       s0->cached_mb, sm->cache_peak, e->cached_mb, sm->dirty_wb_peak,
 	       sm->fsync_s, sm->cache_after_fsync);
@@ -691,6 +831,41 @@ static void print_summary_json(const struct summary *sm)
 	       e->dev_rd_mb - s0->dev_rd_mb, e->dev_wr_mb - s0->dev_wr_mb,
 	       (unsigned long long)(e->dev_rd_ios - s0->dev_rd_ios),
 	       (unsigned long long)(e->dev_wr_ios - s0->dev_wr_ios));
+}
+
+/* The hot reader's reads per second and hit rate, whole run and steady. */
+static void print_hot_summary(const struct summary *sm)
+{
+	const struct snapshot *s0 = &samples[0], *e = &samples[nsamples];
+	const struct snapshot *sa = &samples[sm->steady_from - 1];
+	const struct snapshot *sb = &samples[sm->last];
+	double secs = e->t - s0->t, steady_secs = sb->t - sa->t;
+	uint64_t ops = e->hot_ops - s0->hot_ops;
+	uint64_t hits = e->hot_hits - s0->hot_hits;
+	uint64_t sops = sb->hot_ops - sa->hot_ops;
+	uint64_t shits = sb->hot_hits - sa->hot_hits;
+	double iops = secs > 0 ? ops / secs : 0;
+	double siops = steady_secs > 0 ? sops / steady_secs : 0;
+	double hit = ops ? 100.0 * hits / ops : 0;
+	double shit = sops ? 100.0 * shits / sops : 0;
+	long long evicted = (long long)hot.after.nr_evicted -
+			    (long long)hot.before.nr_evicted;
+
+	printf("  hot reader   %.0f reads/s (%.2f MB/s), %.1f%% page-cache hits; steady (seconds %d-%d) %.0f reads/s, %.1f%% hits\n",
+	       iops, iops * HOT_BLOCK / MIB, hit, sm->steady_from, sm->last,
+	       siops, shit);
+	printf("  hot file     %.0f MB cached before, %.0f MB after, %lld pages evicted meanwhile (cachestat)\n",
+	       hot.before.nr_cache * PAGE_SZ / MIB,
+	       hot.after.nr_cache * PAGE_SZ / MIB, evicted);
+	if (!opt.json)
+		return;
+	printf("uncached-bench-hot {\"label\":\"%s\",\"file\":\"%s\",\"size_mb\":%.1f,\"ops\":%llu,\"hits\":%llu,\"iops\":%.1f,\"hit_pct\":%.2f,\"iops_steady\":%.1f,\"hit_pct_steady\":%.2f,\"mbps_steady\":%.3f,",
+	       opt.label, opt.hot, opt.hot_size / MIB,
+	       (unsigned long long)ops, (unsigned long long)hits, iops, hit,
+	       siops, shit, siops * HOT_BLOCK / MIB);
+	printf("\"cached_before_mb\":%.1f,\"cached_after_mb\":%.1f,\"evicted\":%lld}\n",
+	       hot.before.nr_cache * PAGE_SZ / MIB,
+	       hot.after.nr_cache * PAGE_SZ / MIB, evicted);
 }
 
 /* Writes: fsync every file (timed), then close them all. */
@@ -705,7 +880,9 @@ static void finish_files(struct summary *sm)
 			die("fsync %s: %s", file_name(i), strerror(errno));
 	sm->fsync_s = opt.write ? now() - t : 0;
 	read_meminfo(&s);
+	read_proc_stat(&s);
 	sm->cache_after_fsync = s.cached_mb;
+	sm->sys_after_fsync = s.sys_s;
 	for (i = 0; i < opt.threads; i++) {
 		close(workers[i].fd);
 		free(workers[i].buf);
@@ -721,16 +898,22 @@ static int run_benchmark(void)
 	if (opt.drop)
 		drop_caches();
 	find_kswapd();
-	printf("uncached_bench: %s %s, %d thread(s), one file each (%s.N, %llu MB), %zu KB blocks, %d s at most",
-	       opt.write ? "write" : "read", mode_names[opt.mode], opt.threads,
-	       opt.prefix, (unsigned long long)(opt.filesize >> 20),
-	       opt.bs >> 10, opt.seconds);
+	if (opt.threads)
+		printf("uncached_bench: %s %s, %d thread(s), one file each (%s.N, %llu MB), %zu KB blocks, %d s at most",
+		       opt.write ? "write" : "read", mode_names[opt.mode],
+		       opt.threads, opt.prefix,
+		       (unsigned long long)(opt.filesize >> 20), opt.bs >> 10,
+		       opt.seconds);
+	else
+		printf("uncached_bench: the hot reader alone, %d s", opt.seconds);
 	if (opt.max_bytes)
 		printf(", %llu MB at most",
 		       (unsigned long long)(opt.max_bytes >> 20));
 	printf("%s\n", opt.drop ? ", caches dropped first" : "");
+	if (opt.hot)
+		start_hot_reader();
 	start_workers();
-	sm.fs = fs_name(workers[0].fd);
+	sm.fs = fs_name(opt.threads ? workers[0].fd : hot.fd);
 	t0 = now();
 	take_snapshot(&samples[0], t0);
 	sample_loop(t0);
@@ -738,6 +921,8 @@ static int run_benchmark(void)
 	finish_files(&sm);
 	find_windows(&sm);
 	print_summary_text(&sm);
+	if (opt.hot)
+		print_hot_summary(&sm);
 	if (opt.json)
 		print_summary_json(&sm);
 	return 0;
@@ -745,33 +930,32 @@ static int run_benchmark(void)
 
 /* ---- the data set ---- */
 
-static bool file_ready(const char *name)
+static bool file_ready(const char *name, uint64_t size)
 {
 	struct stat st;
 
-	return !stat(name, &st) && (uint64_t)st.st_size == opt.filesize &&
-	       (uint64_t)st.st_blocks * 512 >= opt.filesize;
+	return !stat(name, &st) && (uint64_t)st.st_size == size &&
+	       (uint64_t)st.st_blocks * 512 >= size;
 }
 
-static void prepare_file(int idx, void *buf)
+/* @name with @size bytes of @buf's pattern (PREP_BLOCK), unless it has. */
+static void prepare_file(const char *name, uint64_t size, void *buf)
 {
-	const char *name = file_name(idx);
 	double t = now();
 	uint64_t off;
 	size_t n;
 	int fd;
 
-	if (file_ready(name)) {
+	if (file_ready(name, size)) {
 		printf("reusing %s (%llu MB)\n", name,
-		       (unsigned long long)(opt.filesize >> 20));
+		       (unsigned long long)(size >> 20));
 		return;
 	}
 	fd = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644);
 	if (fd < 0)
 		die("create %s: %s", name, strerror(errno));
-	for (off = 0; off < opt.filesize; off += n) {
-		n = opt.filesize - off < PREP_BLOCK ? opt.filesize - off :
-						      PREP_BLOCK;
+	for (off = 0; off < size; off += n) {
+		n = size - off < PREP_BLOCK ? size - off : PREP_BLOCK;
 		if (pwrite(fd, buf, n, off) != (ssize_t)n)
 			die("write %s at %llu: %s", name,
 			    (unsigned long long)off, strerror(errno));
@@ -780,8 +964,7 @@ static void prepare_file(int idx, void *buf)
 		die("fsync %s: %s", name, strerror(errno));
 	t = now() - t;
 	printf("created %s: %llu MB in %.1f s (%.0f MB/s, O_DIRECT)\n", name,
-	       (unsigned long long)(opt.filesize >> 20), t,
-	       opt.filesize / MIB / t);
+	       (unsigned long long)(size >> 20), t, size / MIB / t);
 }
 
 static int prepare_data_set(void)
@@ -793,7 +976,7 @@ static int prepare_data_set(void)
 		die("out of memory");
 	fill_pattern(buf, PREP_BLOCK, 0, 1);
 	for (i = 0; i < opt.threads; i++)
-		prepare_file(i, buf);
+		prepare_file(file_name(i), opt.filesize, buf);
 	free(buf);
 	return 0;
 }
