@@ -62,6 +62,7 @@ write_list() {
 }
 
 main() {
+	help_if_asked "$@"
 	need_cmd gcc make
 	need_file "$BUSYBOX" "install busybox-static ('make deps')"
 	file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked' ||

@@ -7,6 +7,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 main() {
+	help_if_asked "$@"
 	[ $# -eq 2 ] || die "usage: build-kernel.sh patched|pristine FLAVOR"
 	local tree=$1 flavor=$2 src out cc=gcc jobs
 	case $tree in

@@ -209,6 +209,7 @@ parse_env() {
 }
 
 main() {
+	help_if_asked "$@"
 	[ $# -eq 1 ] || die "usage: crash-test.sh BZIMAGE"
 	KERNEL=$1
 	need_file "$KERNEL" "run 'make kernel' first"

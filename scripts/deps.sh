@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Install the host packages the harness needs (scripts/packages.list) and the
-# pinned linux-source-6.12 (scripts/linux-source.version). Idempotent: does
-# nothing when everything is already there.
+# deps.sh - install the host packages the harness needs
+# (scripts/packages.list) and the pinned linux-source-6.12
+# (scripts/linux-source.version); needs root. Idempotent: does nothing when
+# everything is already there.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -74,6 +75,7 @@ install_linux_source() {
 }
 
 main() {
+	help_if_asked "$@"
 	[ "$(id -u)" = 0 ] || die "installing packages needs root (apt-get); run as root or install scripts/packages.list by hand"
 	need_cmd apt-get dpkg-query apt-cache
 	install_listed_packages

@@ -1,5 +1,7 @@
 # shellcheck shell=bash
-# Common helpers for the harness scripts. Source it; do not run it.
+# lib.sh - common helpers for the harness scripts. Source it; do not run it
+# (run, it prints this). Every script calls help_if_asked "$@" first, so
+# 'scripts/NAME --help' (or -h) prints the script's header comment.
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$TOP/build}
@@ -10,6 +12,23 @@ warn_loud() {
 	printf '%s\n' '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!' >&2
 	printf '%s: WARNING: %s\n' "${0##*/}" "$*" >&2
 	printf '%s\n' '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!' >&2
+}
+
+# script_help: the leading comment block of the running script ($0), its
+# usage, without the #! line, shellcheck directives and comment marks.
+script_help() {
+	awk 'NR == 1 && /^#!/ { next }
+		/^# shellcheck / { next }
+		/^#/ { sub(/^# ?/, ""); print; next }
+		{ exit }' "$0"
+}
+
+# help_if_asked ARGS...: print script_help and exit when the first argument
+# is -h or --help.
+help_if_asked() {
+	case ${1:-} in
+	-h | --help) script_help; exit 0 ;;
+	esac
 }
 
 # need_cmd CMD... - fail naming the first command that is not on PATH.
@@ -125,3 +144,5 @@ check_guest_resources() {
 	fi
 	echo "$online online CPUs ($cpus given), MemTotal $((total / 1024)) MiB ($((kib / 1024)) MiB given)"
 }
+
+[ "${BASH_SOURCE[0]}" != "$0" ] || { script_help; exit 0; }

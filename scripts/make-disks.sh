@@ -30,6 +30,7 @@ make_disk() {
 }
 
 main() {
+	help_if_asked "$@"
 	[ $# -ge 1 ] || die "usage: make-disks.sh DIR [FS...]"
 	local dir=$1 fs
 	shift

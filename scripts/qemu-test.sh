@@ -47,6 +47,7 @@ run_suite() {
 }
 
 main() {
+	help_if_asked "$@"
 	[ $# -eq 1 ] || die "usage: qemu-test.sh patched|pristine"
 	run_suite "$1" "$RESULTS/qemu-test"
 	"$TOP/scripts/verdict.sh" "$RESULTS/qemu-test" "$(suite_fslist)" "$(suite_ntests)" |

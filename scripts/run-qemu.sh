@@ -205,6 +205,7 @@ split_tap() {
 }
 
 main() {
+	help_if_asked "$@"
 	local accel disks status=0
 	parse_args "$@"
 	need_cmd qemu-system-x86_64 timeout

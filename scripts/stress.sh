@@ -52,6 +52,7 @@ report_ops() {
 }
 
 main() {
+	help_if_asked "$@"
 	local kernel=$BUILD/kernel/patched-test/arch/x86/boot/bzImage rc=0
 	check_args
 	need_file "$kernel" "run 'make kernel' first"

@@ -66,6 +66,7 @@ tap_counts() {
 }
 
 main() {
+	help_if_asked "$@"
 	[ $# -eq 3 ] || die "usage: verdict.sh RESULTS-DIR 'FS...' NTESTS"
 	local dir=$1 fslist=$2 ntests=$3 fs tap plan results notok lpass lfail skip extra
 	local passed=0 failed=0 skipped=0
