@@ -8,6 +8,8 @@ SERIES ?= series
 FLAVOR ?= test
 CMD ?=
 
+## TESTS='NAME...': make qemu-test: only these tests (tests/tests.list)
+## FS='FS...': make qemu-test: only these filesystems (ext4 xfs btrfs)
 ## SERIES=none: the pristine 6.12 kernel instead of the patched one
 ## FLAVOR=perf: the performance kernel (no KASAN, lockdep)
 ## CMD='...': make boot runs this shell command in the guest
@@ -60,7 +62,7 @@ initramfs: source
 
 ## qemu-test: boot the debug kernel, run and judge the guest tests
 qemu-test: kernel initramfs
-	@scripts/qemu-test.sh $(TREE)
+	@scripts/qemu-test.sh --tests '$(TESTS)' --fs '$(FS)' $(TREE)
 
 ## boot: a shell in the guest, or with CMD='...' one command
 boot: kernel initramfs
