@@ -50,6 +50,28 @@ list_entries() {
 	sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' "$1"
 }
 
+# duration SECS: "1 min 05 s", "42 s".
+duration() {
+	if [ "$1" -ge 60 ]; then
+		printf '%d min %02d s\n' $(($1 / 60)) $(($1 % 60))
+	else
+		printf '%d s\n' "$1"
+	fi
+}
+
+# every SECS CMD...: run CMD every SECS seconds for as long as the shell
+# that started it runs. Start it in the background and kill it when done:
+#   every 30 report_progress & ticker=$!; ...; kill "$ticker"
+every() {
+	local secs=$1 next=$((SECONDS + $1))
+	shift
+	while sleep 1 && kill -0 "$$" 2>/dev/null; do
+		[ "$SECONDS" -ge "$next" ] || continue
+		next=$((next + secs))
+		"$@" || true
+	done
+}
+
 # qemu_disk_args IMG NAME - the QEMU arguments that attach the image IMG as
 # an NVMe disk with serial NAME (the guest mounts it on /mnt/NAME).
 qemu_disk_args() {
