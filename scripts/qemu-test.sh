@@ -16,13 +16,6 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# follow LOG PID: show the guest's progress lines until PID exits.
-follow() {
-	tail -n +1 -F --pid="$2" "$1" 2>/dev/null |
-		grep --line-buffered -E '^(init|run-tests): |Kernel panic|BUG:|WARNING:' |
-		sed -u 's/^/  guest: /' >&2 || true
-}
-
 SUITE_TESTS=	# the tests chosen (--tests); empty: all of tests/tests.list
 SUITE_FS=	# the filesystems chosen (--fs); empty: all of scripts/disks.list
 
@@ -77,9 +70,11 @@ choose_subset() {
 
 # run_suite TREE DIR: boot TREE-test, run the tests chosen (all of
 # tests/tests.list by default) on the filesystems chosen, and collect the
-# results in DIR (run-qemu.sh).
+# results in DIR (run-qemu.sh). Prints an estimate first (from the times
+# of earlier runs of the same kind, build/times/) and a line per test.
 run_suite() {
 	local tree=$1 dir=$2 kernel fslist qemu rc=0 list=() sublist=$2.tests.list
+	local kind=${2##*/}
 	kernel=$BUILD/kernel/$tree-test/arch/x86/boot/bzImage
 	need_file "$kernel" "build the $tree test kernel first"
 	need_file "$BUILD/initramfs/initramfs.cpio" "run 'make initramfs' first"
@@ -90,14 +85,16 @@ run_suite() {
 		suite_tests >"$sublist"
 		list=(--tests-list "$sublist")
 	fi
-	log "booting $tree-test: $(suite_ntests) tests on $fslist"
+	log "booting $tree-test: $(suite_ntests) tests on $fslist," \
+		"$(estimate_tests "$kind" <(suite_tests) "$fslist")"
 	"$TOP/scripts/run-qemu.sh" --kernel "$kernel" \
 		--initrd "$BUILD/initramfs/initramfs.cpio" --results "$dir" \
 		--timeout "${QEMU_TIMEOUT:-1800}" --mem "${QEMU_MEM:-384M}" \
 		--smp "${QEMU_SMP:-2}" --fs "$fslist" "${list[@]}" &
 	qemu=$!
-	follow "$dir/console.log" "$qemu"
+	follow_guest "$dir/console.log" "$qemu" $(($(suite_ntests) * $(wc -w <<<"$fslist")))
 	wait "$qemu" || rc=$?
+	record_test_times "$kind" "$dir/console.log"
 	[ -z "$SUITE_TESTS" ] || mv "$sublist" "$dir/tests.list"
 	[ $rc = 0 ] || die "could not run QEMU"
 }

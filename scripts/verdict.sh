@@ -94,6 +94,8 @@ main() {
 		[ "$failed" -gt 0 ] || failed=${#FAILURES[@]}
 		printf 'FAIL: %s\n' "${FAILURES[@]}" >&2
 		echo "see $dir/console.log and $dir/*.tap" >&2
+	else
+		echo "results: ${dir#"$PWD"/}/ (console.log, *.tap)" >&2
 	fi
 	echo "$passed passed, $failed failed, $skipped skipped"
 	[ ${#FAILURES[@]} -eq 0 ]
