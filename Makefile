@@ -32,10 +32,11 @@ endif
 
 KERNEL := build/kernel/$(TREE)-$(FLAVOR)/arch/x86/boot/bzImage
 INITRD := build/initramfs/initramfs.cpio
+CHECKPATCH := build/src/pristine/scripts/checkpatch.pl
 
 .PHONY: all deps source kernel initramfs qemu-test boot harness-selftest \
 	check-series crash-test stress qemu-baseline demo bench clean distclean \
-	help
+	help lint
 
 ## all: kernel and initramfs (the default)
 all: kernel initramfs
@@ -60,8 +61,16 @@ kernel: source
 initramfs: source
 	@scripts/build-initramfs.sh
 
-## qemu-test: boot the debug kernel, run and judge the guest tests
-qemu-test: kernel initramfs
+## lint: shellcheck the scripts, checkpatch the guest tests
+lint: $(CHECKPATCH)
+	@scripts/lint.sh
+
+# lint needs the kernel's checkpatch.pl: 'make source' only when it is missing.
+$(CHECKPATCH):
+	@$(MAKE) --no-print-directory source
+
+## qemu-test: lint, boot the debug kernel, run and judge the guest tests
+qemu-test: lint kernel initramfs
 	@scripts/qemu-test.sh --tests '$(TESTS)' --fs '$(FS)' $(TREE)
 
 ## boot: a shell in the guest, or with CMD='...' one command

@@ -105,8 +105,9 @@ check_write() {
 	[ -z "$rc" ] || fail "boot 1: the writers ended (status $rc) instead of cutting power"
 	cut=$(line_no "$dir" "^crash-write: /mnt/$last: cutting power")
 	reset=$(line_no "$dir" 'sysrq: Resetting')
-	[ "$cut" -gt 0 ] && [ "$reset" -gt "$cut" ] ||
+	if [ "$cut" = 0 ] || [ "$reset" -le "$cut" ]; then
 		fail "boot 1: no power cut during the writes on $last"
+	fi
 }
 
 # The device of FS in boot DIR, from /init's mount message.
@@ -212,8 +213,9 @@ run_round() {
 parse_env() {
 	SEED=${CRASH_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 	ROUNDS=${CRASH_ROUNDS:-1}
-	[[ $SEED =~ ^[0-9]{1,10}$ ]] && [ "$SEED" -le 4294967295 ] ||
+	if ! [[ $SEED =~ ^[0-9]{1,10}$ ]] || [ "$SEED" -gt 4294967295 ]; then
 		die "CRASH_SEED must be a number from 0 to 4294967295, not '$SEED'"
+	fi
 	[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "CRASH_ROUNDS must be a positive number, not '$ROUNDS'"
 	[[ $TIMEOUT =~ ^[0-9]+$ ]] || die "QEMU_TIMEOUT must be seconds, not '$TIMEOUT'"
 }

@@ -93,8 +93,11 @@ pinned_linux_version() {
 
 # Paths shared by several scripts.
 SRC_DIR=$BUILD/src
+# shellcheck disable=SC2034 # used by the scripts that source this file
 PRISTINE_SRC=$SRC_DIR/pristine
+# shellcheck disable=SC2034 # likewise
 PATCHED_SRC=$SRC_DIR/patched
+# shellcheck disable=SC2034 # likewise
 RESULTS=$BUILD/results
 TIMES=$BUILD/times	# KIND.list: "STEP SECONDS" of earlier runs, for estimates
 
