@@ -1,9 +1,26 @@
 # RWF_UNCACHED for linux-source-6.12: build, boot and test harness.
 # See README.md. Everything is built under build/ (ignored by git).
+#
+# 'make help' lists the targets and variables from the "## NAME: text"
+# lines below (lower-case NAME: a target, upper-case: a variable).
 
 SERIES ?= series
 FLAVOR ?= test
 CMD ?=
+
+## TESTS='NAME...': make qemu-test: only these tests (tests/tests.list)
+## FS='FS...': make qemu-test: only these filesystems (ext4 xfs btrfs)
+## SERIES=none: the pristine 6.12 kernel instead of the patched one
+## FLAVOR=perf: the performance kernel (no KASAN, lockdep)
+## CMD='...': make boot runs this shell command in the guest
+## QEMU_TIMEOUT=SECS: time limit of a test guest (default 1800)
+## QEMU_MEM=SIZE: memory of a test guest (default 384M)
+## QEMU_SMP=N: CPUs of a test guest (default 2)
+## ACCEL=tcg|kvm: skip the KVM probe
+## STRESS_OPS=N: make stress: operations per checker process (6000)
+## STRESS_SEED=N: make stress: replay the run with this seed
+## CRASH_ROUNDS=N: make crash-test: power cuts (default 1)
+## CRASH_SEED=N: make crash-test: replay the run with this seed
 
 ifeq ($(SERIES),none)
 TREE := pristine
@@ -15,63 +32,89 @@ endif
 
 KERNEL := build/kernel/$(TREE)-$(FLAVOR)/arch/x86/boot/bzImage
 INITRD := build/initramfs/initramfs.cpio
+CHECKPATCH := build/src/pristine/scripts/checkpatch.pl
 
 .PHONY: all deps source kernel initramfs qemu-test boot harness-selftest \
 	check-series crash-test stress qemu-baseline demo bench clean distclean \
-	help
+	help lint
 
+## all: kernel and initramfs (the default)
 all: kernel initramfs
 
+## help: this list
 help:
-	@sed -n '/^## Make targets/,/^Variables:/p' README.md
+	@awk -f scripts/make-help.awk $(firstword $(MAKEFILE_LIST))
 
+## deps: install missing host packages and linux-source-6.12
 deps:
 	@scripts/deps.sh
 
+## source: unpack 6.12 and apply the series (build/src/)
 source: deps
 	@scripts/prepare-source.sh
 
+## kernel: build the kernel (build/kernel/TREE-FLAVOR/)
 kernel: source
 	@scripts/build-kernel.sh $(TREE) $(FLAVOR)
 
+## initramfs: build the guest initramfs with the tests
 initramfs: source
 	@scripts/build-initramfs.sh
 
-qemu-test: kernel initramfs
-	@scripts/qemu-test.sh $(TREE)
+## lint: shellcheck the scripts, checkpatch the guest tests
+lint: $(CHECKPATCH)
+	@scripts/lint.sh
 
+# lint needs the kernel's checkpatch.pl: 'make source' only when it is missing.
+$(CHECKPATCH):
+	@$(MAKE) --no-print-directory source
+
+## qemu-test: lint, boot the debug kernel, run and judge the guest tests
+qemu-test: lint kernel initramfs
+	@scripts/qemu-test.sh --tests '$(TESTS)' --fs '$(FS)' $(TREE)
+
+## boot: a shell in the guest, or with CMD='...' one command
 boot: kernel initramfs
 	@scripts/boot.sh $(KERNEL) $(INITRD) '$(subst ','\'',$(CMD))'
 
+## harness-selftest: inject faults and check that the verdict fails
 harness-selftest: kernel initramfs
 	@scripts/harness-selftest.sh $(KERNEL)
 
+## crash-test: power cut during uncached writes, verify after reboot
 crash-test: kernel initramfs
 	@scripts/crash-test.sh $(KERNEL)
 
+## stress: long randomized checker run + crash-test (15 min)
 stress: kernel initramfs
 	@scripts/stress.sh
 
+## qemu-baseline: the tests on pristine 6.12: feature tests must fail
 qemu-baseline: initramfs
 	@$(MAKE) --no-print-directory kernel SERIES=none
 	@scripts/qemu-baseline.sh
 
 # The performance kernels (FLAVOR=perf: no lockdep, KASAN or DEBUG_VM).
+## demo: buffered and uncached reads side by side (3 min)
 demo: source initramfs
 	@scripts/build-kernel.sh patched perf
 	@scripts/demo.sh
 
+## bench: benchmark pristine vs patched perf kernels (25 min)
 bench: source initramfs
 	@scripts/build-kernel.sh pristine perf
 	@scripts/build-kernel.sh patched perf
 	@scripts/bench.sh
 
+## check-series: apply, checkpatch and compile each patch in turn
 check-series: source
 	@scripts/check-series.sh
 
+## clean: remove results, initramfs, headers and scratch trees
 clean:
 	rm -rf build/results build/initramfs build/headers build/check \
 		build/bench build/demo
 
+## distclean: remove all of build/
 distclean:
 	rm -rf build

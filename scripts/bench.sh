@@ -173,6 +173,7 @@ run_kernel() {
 }
 
 main() {
+	help_if_asked "$@"
 	local k total=0 start=$SECONDS
 	need_cmd qemu-system-x86_64 gnuplot python3 gcc mkfs.ext4
 	check_settings

@@ -10,6 +10,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 main() {
+	help_if_asked "$@"
 	[ $# -ge 2 ] || die "usage: boot.sh BZIMAGE INITRD [CMD]"
 	local kernel=$1 initrd=$2 cmd=${3:-} dir=$RESULTS/boot rc nonce resources
 	if [ -z "$cmd" ]; then

@@ -62,6 +62,7 @@ write_list() {
 }
 
 main() {
+	help_if_asked "$@"
 	need_cmd gcc make
 	need_file "$BUSYBOX" "install busybox-static ('make deps')"
 	file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked' ||
@@ -74,7 +75,7 @@ main() {
 	BUSYBOX=$BUSYBOX INITRAMFS_DIR=$TOP/initramfs TESTS_DIR=$TOP/tests \
 		"$OUT/gen_init_cpio" "$OUT/initramfs.list" >"$OUT/initramfs.cpio.tmp"
 	mv "$OUT/initramfs.cpio.tmp" "$OUT/initramfs.cpio"
-	log "initramfs: $OUT/initramfs.cpio ($(ls "$OUT/tests" | wc -l) test programs)"
+	log "initramfs: $OUT/initramfs.cpio ($(find "$OUT/tests" -type f | wc -l) test programs)"
 }
 
 main "$@"

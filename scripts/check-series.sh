@@ -72,6 +72,7 @@ check_patch() {
 }
 
 main() {
+	help_if_asked "$@"
 	need_cmd quilt make gcc perl
 	need_file "$PRISTINE_SRC/Makefile" "run 'make source' first"
 	local patches p n=0 start

@@ -47,13 +47,19 @@ fsck_command() {
 		awk -v fs="$1" '$1 == fs { $1 = ""; sub(/^ +/, ""); print }'
 }
 
-# boot DIR CMD: boot on the round's disks running CMD; prints the seconds.
+# boot DIR CMD DONE: boot on the round's disks running CMD, a line per
+# writer or verifier that finishes (DONE of the run's steps before this
+# boot); prints the seconds.
 boot() {
-	local dir=$1 start=$SECONDS
+	local dir=$1 start=$SECONDS qemu rc=0
 	"$TOP/scripts/run-qemu.sh" --kernel "$KERNEL" --initrd "$INITRD" \
 		--results "$dir" --disks "$DISKS" --fs "$FSLIST" --mode cmd \
 		--cmd "$2" --timeout "$TIMEOUT" --mem "$MEM" \
-		</dev/null >"$dir.out" 2>&1 || die "could not run QEMU (see $dir.out)"
+		</dev/null >"$dir.out" 2>&1 &
+	qemu=$!
+	follow_guest "$dir/console.log" "$qemu" "$STEPS" "$3"
+	wait "$qemu" || rc=$?
+	[ $rc = 0 ] || die "could not run QEMU (see $dir.out)"
 	echo $((SECONDS - start))
 }
 
@@ -99,8 +105,9 @@ check_write() {
 	[ -z "$rc" ] || fail "boot 1: the writers ended (status $rc) instead of cutting power"
 	cut=$(line_no "$dir" "^crash-write: /mnt/$last: cutting power")
 	reset=$(line_no "$dir" 'sysrq: Resetting')
-	[ "$cut" -gt 0 ] && [ "$reset" -gt "$cut" ] ||
+	if [ "$cut" = 0 ] || [ "$reset" -le "$cut" ]; then
 		fail "boot 1: no power cut during the writes on $last"
+	fi
 }
 
 # The device of FS in boot DIR, from /init's mount message.
@@ -182,6 +189,8 @@ summary() {
 
 run_round() {
 	local seed=$1 dir=$OUT/round-$ROUND t1 t2 start=$SECONDS nfail=${#FAILURES[@]}
+	local nfs before
+	nfs=$(wc -w <<<"$FSLIST")
 	DISKS=$dir/disks
 	ORDER=$(rotated $((ROUND - 1)))
 	WROTE=() VERIFIED=() CHECKED=() REPLAY=()
@@ -189,11 +198,13 @@ run_round() {
 	mkdir -p "$dir"
 	# shellcheck disable=SC2086
 	"$TOP/scripts/make-disks.sh" "$DISKS" $FSLIST >/dev/null
-	t1=$(boot "$dir/boot1" "$(write_cmd "$seed")")
+	before=$(((ROUND - 1) * 2 * nfs))
+	t1=$(boot "$dir/boot1" "$(write_cmd "$seed")" "$before")
 	check_write "$dir/boot1"
-	t2=$(boot "$dir/boot2" "$(verify_cmd "$seed")")
+	t2=$(boot "$dir/boot2" "$(verify_cmd "$seed")" $((before + nfs)))
 	check_verify "$dir/boot2"
 	check_images "$dir"
+	record_times crash boot1 "$t1" boot2 "$t2"
 	echo "round $ROUND/$ROUNDS, seed $seed: boot 1 (write, cut during ${ORDER##* }) ${t1}s, boot 2 (verify) ${t2}s, total $((SECONDS - start))s"
 	summary
 	[ ${#FAILURES[@]} != "$nfail" ] || rm -rf "$DISKS"
@@ -202,25 +213,30 @@ run_round() {
 parse_env() {
 	SEED=${CRASH_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 	ROUNDS=${CRASH_ROUNDS:-1}
-	[[ $SEED =~ ^[0-9]{1,10}$ ]] && [ "$SEED" -le 4294967295 ] ||
+	if ! [[ $SEED =~ ^[0-9]{1,10}$ ]] || [ "$SEED" -gt 4294967295 ]; then
 		die "CRASH_SEED must be a number from 0 to 4294967295, not '$SEED'"
+	fi
 	[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "CRASH_ROUNDS must be a positive number, not '$ROUNDS'"
 	[[ $TIMEOUT =~ ^[0-9]+$ ]] || die "QEMU_TIMEOUT must be seconds, not '$TIMEOUT'"
 }
 
 main() {
+	help_if_asked "$@"
 	[ $# -eq 1 ] || die "usage: crash-test.sh BZIMAGE"
 	KERNEL=$1
 	need_file "$KERNEL" "run 'make kernel' first"
 	need_file "$INITRD" "run 'make initramfs' first"
 	parse_env
 	FSLIST=$(list_entries "$TOP/scripts/disks.list" | awk '{print $1}' | paste -s -d ' ')
-	local fs
+	local fs secs guessed
 	for fs in $FSLIST; do
 		[ -n "$(fsck_command "$fs")" ] || die "scripts/fsck.list has no check for $fs"
 		need_cmd "$(fsck_command "$fs" | awk '{print $1}')"
 	done
-	log "seed $SEED (set CRASH_SEED=$SEED to repeat), $ROUNDS round(s); logs: $OUT"
+	STEPS=$((ROUNDS * 2 * $(wc -w <<<"$FSLIST")))
+	read -r secs guessed < <(estimate_secs crash boot1:35 boot2:25)
+	log "seed $SEED (set CRASH_SEED=$SEED to repeat), $ROUNDS round(s)," \
+		"$(estimate_text $((secs * ROUNDS)) "$guessed" 2); logs: $OUT"
 	rm -rf "$OUT"
 	for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
 		run_round $(((SEED + ROUND - 1) % 4294967296))
@@ -230,7 +246,7 @@ main() {
 		echo "crash-test: FAILED (${#FAILURES[@]} failure(s) in $ROUNDS round(s), seed $SEED; logs: $OUT)"
 		return 1
 	fi
-	echo "crash-test: passed ($ROUNDS round(s), seed $SEED)"
+	echo "crash-test: passed ($ROUNDS round(s), seed $SEED); logs: ${OUT#"$PWD"/}/"
 }
 
 main "$@"

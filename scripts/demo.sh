@@ -61,6 +61,7 @@ show() {
 }
 
 main() {
+	help_if_asked "$@"
 	local resources
 	need_cmd qemu-system-x86_64 python3 mkfs.ext4
 	pick_kernel

@@ -1,20 +1,36 @@
 #!/usr/bin/env bash
-# Install the host packages the harness needs (scripts/packages.list) and the
-# pinned linux-source-6.12 (scripts/linux-source.version). Idempotent: does
-# nothing when everything is already there.
+# deps.sh - install the host packages the harness needs
+# (scripts/packages.list) and the pinned linux-source-6.12
+# (scripts/linux-source.version); needs root. Idempotent: does nothing when
+# everything is already there. What apt-get and debconf print goes to
+# build/deps-apt.log, shown only when apt-get fails.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 APT_UPDATED=
+APT_LOG=$BUILD/deps-apt.log	# what apt-get and debconf said, shown on failure
 
 is_installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'
 }
 
+# apt_quiet ARGS...: apt-get ARGS, its output and debconf's ("debconf:
+# delaying package configuration...") in APT_LOG only; on failure, the end
+# of the log goes to stderr.
+apt_quiet() {
+	mkdir -p "${APT_LOG%/*}"
+	if DEBIAN_FRONTEND=noninteractive apt-get -q -o Dpkg::Use-Pty=0 "$@" \
+		</dev/null >>"$APT_LOG" 2>&1; then
+		return 0
+	fi
+	tail -n 20 "$APT_LOG" | sed 's/^/  /' >&2
+	return 1
+}
+
 apt_update_once() {
 	[ -n "$APT_UPDATED" ] && return 0
 	log "running apt-get update"
-	apt-get update -q >/dev/null || die "apt-get update failed"
+	apt_quiet update || die "apt-get update failed (log: $APT_LOG)"
 	APT_UPDATED=1
 }
 
@@ -41,8 +57,8 @@ apt_install() {
 	[ ${#missing[@]} -eq 0 ] ||
 		die "the package archive has no package ${missing[*]}; check /etc/apt/sources.list"
 	log "installing: $*"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-		--allow-downgrades "$@" >/dev/null || die "apt-get install $* failed"
+	apt_quiet install -y --no-install-recommends --allow-downgrades "$@" ||
+		die "apt-get install $* failed (log: $APT_LOG)"
 }
 
 install_listed_packages() {
@@ -74,8 +90,10 @@ install_linux_source() {
 }
 
 main() {
+	help_if_asked "$@"
 	[ "$(id -u)" = 0 ] || die "installing packages needs root (apt-get); run as root or install scripts/packages.list by hand"
 	need_cmd apt-get dpkg-query apt-cache
+	rm -f "$APT_LOG"
 	install_listed_packages
 	install_linux_source
 	log "all host packages present (linux-source-6.12 $(installed_version linux-source-6.12))"

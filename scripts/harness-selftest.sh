@@ -41,6 +41,7 @@ run_case() {
 }
 
 main() {
+	help_if_asked "$@"
 	[ $# -eq 1 ] || die "usage: harness-selftest.sh BZIMAGE"
 	KERNEL=$1
 	need_file "$KERNEL" "run 'make kernel' first"

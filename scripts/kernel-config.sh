@@ -38,6 +38,7 @@ validate_config() {
 }
 
 main() {
+	help_if_asked "$@"
 	[ $# -eq 3 ] || die "usage: kernel-config.sh SRC OUT FLAVOR"
 	local src=$1 out=$2 flavor=$3 gen frags
 	need_file "$src/Makefile" "run 'make source' first"

@@ -1,5 +1,7 @@
 # shellcheck shell=bash
-# Common helpers for the harness scripts. Source it; do not run it.
+# lib.sh - common helpers for the harness scripts. Source it; do not run it
+# (run, it prints this). Every script calls help_if_asked "$@" first, so
+# 'scripts/NAME --help' (or -h) prints the script's header comment.
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$TOP/build}
@@ -10,6 +12,23 @@ warn_loud() {
 	printf '%s\n' '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!' >&2
 	printf '%s: WARNING: %s\n' "${0##*/}" "$*" >&2
 	printf '%s\n' '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!' >&2
+}
+
+# script_help: the leading comment block of the running script ($0), its
+# usage, without the #! line, shellcheck directives and comment marks.
+script_help() {
+	awk 'NR == 1 && /^#!/ { next }
+		/^# shellcheck / { next }
+		/^#/ { sub(/^# ?/, ""); print; next }
+		{ exit }' "$0"
+}
+
+# help_if_asked ARGS...: print script_help and exit when the first argument
+# is -h or --help.
+help_if_asked() {
+	case ${1:-} in
+	-h | --help) script_help; exit 0 ;;
+	esac
 }
 
 # need_cmd CMD... - fail naming the first command that is not on PATH.
@@ -29,6 +48,28 @@ need_file() {
 # list_entries FILE - the non-comment, non-blank lines of a list file.
 list_entries() {
 	sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' "$1"
+}
+
+# duration SECS: "1 min 05 s", "42 s".
+duration() {
+	if [ "$1" -ge 60 ]; then
+		printf '%d min %02d s\n' $(($1 / 60)) $(($1 % 60))
+	else
+		printf '%d s\n' "$1"
+	fi
+}
+
+# every SECS CMD...: run CMD every SECS seconds for as long as the shell
+# that started it runs. Start it in the background and kill it when done:
+#   every 30 report_progress & ticker=$!; ...; kill "$ticker"
+every() {
+	local secs=$1 next=$((SECONDS + $1))
+	shift
+	while sleep 1 && kill -0 "$$" 2>/dev/null; do
+		[ "$SECONDS" -ge "$next" ] || continue
+		next=$((next + secs))
+		"$@" || true
+	done
 }
 
 # qemu_disk_args IMG NAME - the QEMU arguments that attach the image IMG as
@@ -52,9 +93,138 @@ pinned_linux_version() {
 
 # Paths shared by several scripts.
 SRC_DIR=$BUILD/src
+# shellcheck disable=SC2034 # used by the scripts that source this file
 PRISTINE_SRC=$SRC_DIR/pristine
+# shellcheck disable=SC2034 # likewise
 PATCHED_SRC=$SRC_DIR/patched
+# shellcheck disable=SC2034 # likewise
 RESULTS=$BUILD/results
+TIMES=$BUILD/times	# KIND.list: "STEP SECONDS" of earlier runs, for estimates
+
+# step_line N TOTAL STEP RESULT SECS: "[7/48] xfs uncached_mmap ... ok (12 s)"
+step_line() {
+	printf '[%*d/%d] %s ... %s (%s)\n' ${#2} "$1" "$2" "$3" "$4" "$(duration "$5")"
+}
+
+# guest_progress TOTAL DONE: read a guest's console log on stdin; print one
+# line per step it finishes, numbered from DONE + 1 of TOTAL, with the
+# time the step took (from the runner's kernel-log markers, else since the
+# previous step), and pass /init's lines and kernel splats through. Steps:
+#   run-tests: FS TEST: VERDICT                     (initramfs/run-tests)
+#   crash-write: /mnt/FS: synced ...                (tests/uncached_crash.c)
+#   crash-verify: FS: exit status N                 (scripts/crash-test.sh)
+guest_progress() {
+	local total=$1 n=$2 line last=$SECONDS step result secs
+	local -A begun=() took=()
+	local marker='^\[ *([0-9]+)\.([0-9]{3})[0-9]*\] uncached-test: (begin|end) ([^ ]+ [^ ]+)$' ms
+	while IFS= read -r line; do
+		line=${line%$'\r'}
+		step=
+		if [[ $line =~ $marker ]]; then
+			ms=$((BASH_REMATCH[1] * 1000 + 10#${BASH_REMATCH[2]}))
+			if [ "${BASH_REMATCH[3]}" = begin ]; then
+				begun[${BASH_REMATCH[4]}]=$ms
+			elif [ -n "${begun[${BASH_REMATCH[4]}]:-}" ]; then
+				took[${BASH_REMATCH[4]}]=$(((ms - begun[${BASH_REMATCH[4]}] + 500) / 1000))
+			fi
+		elif [[ $line =~ ^run-tests:\ ([^ ]+\ [^ :]+):\ (.*)$ ]]; then
+			step=${BASH_REMATCH[1]}
+			case ${BASH_REMATCH[2]} in
+			ok) result=ok ;;
+			skip) result=skipped ;;
+			*) result="FAILED: ${BASH_REMATCH[2]}" ;;
+			esac
+		elif [[ $line =~ ^crash-write:\ /mnt/([^:]+):\ (synced\ [^\(]*) ]]; then
+			step="${BASH_REMATCH[1]} write" result=${BASH_REMATCH[2]% }
+		elif [[ $line =~ ^crash-verify:\ ([^:]+):\ exit\ status\ ([0-9]+)$ ]]; then
+			step="${BASH_REMATCH[1]} verify" result=ok
+			[ "${BASH_REMATCH[2]}" = 0 ] || result="FAILED: exit status ${BASH_REMATCH[2]}"
+		elif [[ $line =~ ^(init:|Bail\ out!|crash-write:\ .*(cutting\ power|error:)) &&
+			! $line =~ ^init:\ (running|mounted) ]] ||
+			[[ $line =~ Kernel\ panic|BUG:|WARNING: ]]; then
+			printf '  guest: %s\n' "$line"
+		fi
+		[ -n "$step" ] || continue
+		n=$((n + 1))
+		secs=${took[$step]:-$((SECONDS - last))}
+		step_line "$n" "$total" "$step" "$result" "$secs"
+		last=$SECONDS
+	done
+}
+
+# follow_guest LOG PID TOTAL [DONE]: guest_progress on the console log LOG
+# as it grows, on stderr, until the process PID (run-qemu.sh) exits.
+follow_guest() {
+	tail -n +1 -F --pid="$2" "$1" 2>/dev/null | guest_progress "$3" "${4:-0}" >&2 || true
+}
+
+# record_times KIND STEP SECONDS...: keep how long steps took, for
+# estimate_secs; the last value of a step wins.
+record_times() {
+	local file=$TIMES/$1.list
+	shift
+	mkdir -p "$TIMES"
+	touch "$file"
+	printf '%s %s\n' "$@" | awk 'FNR == NR { t[$1] = $2; next }
+		!($1 in t) { print } END { for (k in t) print k, t[k] }' - "$file" |
+		sort >"$file.tmp"
+	mv "$file.tmp" "$file"
+}
+
+# record_test_times KIND CONSOLE: the durations of the tests of a run-tests
+# run (the markers on its console, "FS/TEST SECONDS") and the time to its
+# first test ("boot SECONDS").
+record_test_times() {
+	local times
+	[ -f "$2" ] || return 0
+	times=$(tr -d '\r' <"$2" | awk '
+		match($0, /^\[ *[0-9]+\.[0-9]+\] uncached-test: (begin|end) /) {
+			ts = substr($0, 2, index($0, "]") - 2) + 0
+			key = $(NF - 1) "/" $NF
+			if ($(NF - 2) == "begin") { begun[key] = ts; if (!boot) boot = int(ts) }
+			else if (key in begun) printf "%s %d ", key, ts - begun[key] + 0.5
+		}
+		END { if (boot) printf "boot %d", boot }')
+	# shellcheck disable=SC2086 # pairs of words
+	[ -z "$times" ] || record_times "$1" $times
+}
+
+# estimate_secs KIND STEP:GUESS...: the seconds the steps should take, from
+# the times of earlier runs of KIND, else their GUESS; prints "SECS GUESSED"
+# (GUESSED: how many steps were never timed).
+estimate_secs() {
+	local file=$TIMES/$1.list
+	shift
+	[ -f "$file" ] || file=/dev/null
+	printf '%s\n' "$@" | awk -F: -v times="$file" '
+		BEGIN { while ((getline l < times) > 0) { split(l, w, " "); t[w[1]] = w[2] } }
+		$1 in t { s += t[$1]; next }
+		{ s += $2; g++ }
+		END { printf "%d %d\n", s, g }'
+}
+
+# estimate_tests KIND LIST FSLIST: estimate_text for running the tests of
+# the list file LIST on each filesystem of FSLIST (run-tests), from earlier
+# runs of KIND; never timed, a boot counts 40 s and a test a thirtieth of
+# its timeout (that makes the whole suite about 11 minutes, as measured).
+estimate_tests() {
+	local fs steps=(boot:40) tests secs guessed
+	tests=$(list_entries "$2")
+	for fs in $3; do
+		mapfile -t -O "${#steps[@]}" steps < <(awk -v fs="$fs" \
+			'{ printf "%s/%s:%d\n", fs, $1, $3 / 30 }' <<<"$tests")
+	done
+	read -r secs guessed < <(estimate_secs "$1" "${steps[@]}")
+	estimate_text "$secs" "$guessed" "${#steps[@]}"
+}
+
+# estimate_text SECS GUESSED TOTAL: "about 5 min (from earlier runs)".
+estimate_text() {
+	local mins=$((($1 + 59) / 60)) how="from earlier runs"
+	[ "$2" = 0 ] || how="a guess: $2 of $3 steps never timed here"
+	[ "$2" != "$3" ] || how="a guess: never timed here"
+	echo "about $mins min ($how)"
+}
 
 # series_patches: the patch names of the series, in order.
 series_patches() {
@@ -125,3 +295,5 @@ check_guest_resources() {
 	fi
 	echo "$online online CPUs ($cpus given), MemTotal $((total / 1024)) MiB ($((kib / 1024)) MiB given)"
 }
+
+[ "${BASH_SOURCE[0]}" != "$0" ] || { script_help; exit 0; }

@@ -30,12 +30,14 @@ make_disk() {
 }
 
 main() {
+	help_if_asked "$@"
 	[ $# -ge 1 ] || die "usage: make-disks.sh DIR [FS...]"
-	local dir=$1 fs
+	local dir=$1 fs fslist
 	shift
-	[ $# -gt 0 ] || set -- $(list_entries "$DISKS_LIST" | awk '{print $1}')
+	fslist=("$@")
+	[ $# -gt 0 ] || mapfile -t fslist < <(list_entries "$DISKS_LIST" | awk '{print $1}')
 	mkdir -p "$dir"
-	for fs in "$@"; do
+	for fs in "${fslist[@]}"; do
 		make_disk "$dir" "$fs"
 	done
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Unpack the pinned linux-source-6.12 into build/src/pristine and keep
-# build/src/patched = pristine + the series, applied with quilt (fuzz 0).
+# prepare-source.sh - unpack the pinned linux-source-6.12 into
+# build/src/pristine and keep build/src/patched = pristine + the series,
+# applied with quilt (fuzz 0).
 #
 # Idempotent: a tree that is already right is left alone (so nothing is
 # rebuilt). When a patch or the series changed, only the patches from the
@@ -92,6 +93,7 @@ push_all() {
 }
 
 main() {
+	help_if_asked "$@"
 	need_cmd tar quilt cmp
 	local version
 	version=$(source_version)

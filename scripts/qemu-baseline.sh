@@ -103,6 +103,7 @@ table() {
 }
 
 main() {
+	help_if_asked "$@"
 	local dir=$RESULTS/baseline fslist
 	case $# in
 	0) ;;

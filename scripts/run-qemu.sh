@@ -27,8 +27,8 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-KERNEL= INITRD= RESULTS_DIR= MODE=test CMD= SELFTEST= TESTS_LIST= TEST_ENV=
-FILESYSTEMS= DISKS_DIR= TIMEOUT=1800 MEM=384M SMP=2 ACCEL=${ACCEL:-auto}
+KERNEL='' INITRD='' RESULTS_DIR='' MODE=test CMD='' SELFTEST='' TESTS_LIST=''
+TEST_ENV='' FILESYSTEMS='' DISKS_DIR='' TIMEOUT=1800 MEM=384M SMP=2 ACCEL=${ACCEL:-auto}
 KVM_PROBE=$BUILD/kvm-probe
 
 usage() { die "usage: run-qemu.sh --kernel BZIMAGE --initrd CPIO --results DIR [options] (see the header of scripts/run-qemu.sh)"; }
@@ -55,7 +55,9 @@ parse_args() {
 		esac
 		shift 2
 	done
-	[ -n "$KERNEL" ] && [ -n "$INITRD" ] && [ -n "$RESULTS_DIR" ] || usage
+	if [ -z "$KERNEL" ] || [ -z "$INITRD" ] || [ -z "$RESULTS_DIR" ]; then
+		usage
+	fi
 	need_file "$KERNEL" "build the kernel first ('make kernel')"
 	need_file "$INITRD" "build the initramfs first ('make initramfs')"
 	case $MODE in test|shell|probe) ;; cmd) [ -n "$CMD" ] || die "--mode cmd needs --cmd" ;;
@@ -205,6 +207,7 @@ split_tap() {
 }
 
 main() {
+	help_if_asked "$@"
 	local accel disks status=0
 	parse_args "$@"
 	need_cmd qemu-system-x86_64 timeout

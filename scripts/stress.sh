@@ -26,17 +26,27 @@ check_args() {
 	[[ $SEED =~ ^[0-9]+$ ]] || die "STRESS_SEED must be a number, not '$SEED'"
 }
 
+# run_checkers KERNEL: the tests of tests/stress.list, a line per test as
+# they finish, then the verdict. Earlier runs with the same budget
+# (build/times/stress-OPS-NPROC.list) give the estimate.
 run_checkers() {
-	local kernel=$1 fslist ntests
+	local kernel=$1 fslist ntests qemu rc=0 list=$TOP/tests/stress.list
+	local kind=stress-$OPS-$NPROC
 	fslist=$(list_entries "$TOP/scripts/disks.list" | awk '{print $1}' | paste -s -d ' ')
-	ntests=$(list_entries "$TOP/tests/stress.list" | wc -l)
-	log "stress: $ntests tests on $fslist, $OPS ops x $NPROC processes, seed $SEED"
+	ntests=$(list_entries "$list" | wc -l)
+	log "stress: $ntests tests on $fslist, $OPS ops x $NPROC processes, seed $SEED," \
+		"$(estimate_tests "$kind" "$list" "$fslist")"
+	rm -f "$OUT/console.log"
 	"$TOP/scripts/run-qemu.sh" --kernel "$kernel" \
 		--initrd "$BUILD/initramfs/initramfs.cpio" --results "$OUT" \
-		--tests-list "$TOP/tests/stress.list" --fs "$fslist" \
+		--tests-list "$list" --fs "$fslist" \
 		--env "UNCACHED_STRESS_OPS=$OPS UNCACHED_STRESS_NPROC=$NPROC UNCACHED_STRESS_SEED=$SEED" \
-		--timeout "${QEMU_TIMEOUT:-5400}" --mem "${QEMU_MEM:-1G}" ||
-		die "could not run QEMU"
+		--timeout "${QEMU_TIMEOUT:-5400}" --mem "${QEMU_MEM:-1G}" &
+	qemu=$!
+	follow_guest "$OUT/console.log" "$qemu" $((ntests * $(wc -w <<<"$fslist")))
+	wait "$qemu" || rc=$?
+	[ $rc = 0 ] || die "could not run QEMU"
+	record_test_times "$kind" "$OUT/console.log"
 	"$TOP/scripts/verdict.sh" "$OUT" "$fslist" "$ntests" | tee "$OUT/summary"
 }
 
@@ -52,6 +62,7 @@ report_ops() {
 }
 
 main() {
+	help_if_asked "$@"
 	local kernel=$BUILD/kernel/patched-test/arch/x86/boot/bzImage rc=0
 	check_args
 	need_file "$kernel" "run 'make kernel' first"
@@ -61,8 +72,11 @@ main() {
 	if [ "${STRESS_CRASH:-1}" != 0 ]; then
 		"$TOP/scripts/crash-test.sh" "$kernel" || rc=1
 	fi
-	[ $rc = 0 ] && log "stress: passed (seed $SEED)" ||
+	if [ $rc = 0 ]; then
+		log "stress: passed (seed $SEED); results: ${OUT#"$PWD"/}/ and ${RESULTS#"$PWD"/}/crash/"
+	else
 		log "stress: FAILED (seed $SEED; replay with STRESS_SEED=$SEED STRESS_OPS=$OPS)"
+	fi
 	return $rc
 }
 

@@ -66,6 +66,7 @@ tap_counts() {
 }
 
 main() {
+	help_if_asked "$@"
 	[ $# -eq 3 ] || die "usage: verdict.sh RESULTS-DIR 'FS...' NTESTS"
 	local dir=$1 fslist=$2 ntests=$3 fs tap plan results notok lpass lfail skip extra
 	local passed=0 failed=0 skipped=0
@@ -93,6 +94,8 @@ main() {
 		[ "$failed" -gt 0 ] || failed=${#FAILURES[@]}
 		printf 'FAIL: %s\n' "${FAILURES[@]}" >&2
 		echo "see $dir/console.log and $dir/*.tap" >&2
+	else
+		echo "results: ${dir#"$PWD"/}/ (console.log, *.tap)" >&2
 	fi
 	echo "$passed passed, $failed failed, $skipped skipped"
 	[ ${#FAILURES[@]} -eq 0 ]

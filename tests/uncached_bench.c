@@ -277,24 +277,59 @@ static void parse_args(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "m:o:b:j:s:t:n:f:h", longs,
 				NULL)) != -1) {
 		switch (c) {
-		case 'm': opt.mode = parse_choice(optarg, mode_names, 3, "mode"); break;
-		case 'o': opt.write = parse_choice(optarg, ops, 2, "operation"); break;
-		case 'b': opt.bs = parse_size(optarg, "-b"); break;
-		case 'j': opt.threads = parse_num(optarg, "-j", 0, MAX_THREADS); break;
-		case 's': opt.filesize = parse_size(optarg, "-s"); break;
-		case 't': opt.seconds = parse_num(optarg, "-t", 1, MAX_SECONDS); break;
-		case 'n': opt.max_bytes = parse_size(optarg, "-n"); break;
-		case 'f': opt.prefix = optarg; break;
-		case 'J': opt.json = true; break;
-		case 'L': check_label(optarg); opt.label = optarg; break;
-		case 'P': opt.action = ACT_PREPARE; break;
-		case 'C': opt.action = ACT_CACHESTAT; break;
-		case 'T': opt.truncate = true; break;
-		case 'D': opt.drop = false; break;
-		case 'H': opt.hot = optarg; break;
-		case 'S': opt.hot_size = parse_size(optarg, "--hot-size"); break;
-		case 'h': usage_error("help");
-		default: usage_error("bad option");
+		case 'm':
+			opt.mode = parse_choice(optarg, mode_names, 3, "mode");
+			break;
+		case 'o':
+			opt.write = parse_choice(optarg, ops, 2, "operation");
+			break;
+		case 'b':
+			opt.bs = parse_size(optarg, "-b");
+			break;
+		case 'j':
+			opt.threads = parse_num(optarg, "-j", 0, MAX_THREADS);
+			break;
+		case 's':
+			opt.filesize = parse_size(optarg, "-s");
+			break;
+		case 't':
+			opt.seconds = parse_num(optarg, "-t", 1, MAX_SECONDS);
+			break;
+		case 'n':
+			opt.max_bytes = parse_size(optarg, "-n");
+			break;
+		case 'f':
+			opt.prefix = optarg;
+			break;
+		case 'J':
+			opt.json = true;
+			break;
+		case 'L':
+			check_label(optarg);
+			opt.label = optarg;
+			break;
+		case 'P':
+			opt.action = ACT_PREPARE;
+			break;
+		case 'C':
+			opt.action = ACT_CACHESTAT;
+			break;
+		case 'T':
+			opt.truncate = true;
+			break;
+		case 'D':
+			opt.drop = false;
+			break;
+		case 'H':
+			opt.hot = optarg;
+			break;
+		case 'S':
+			opt.hot_size = parse_size(optarg, "--hot-size");
+			break;
+		case 'h':
+			usage_error("help");
+		default:
+			usage_error("bad option");
 		}
 	}
 	if (optind != argc)
