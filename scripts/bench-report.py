@@ -514,22 +514,24 @@ def neighbour_section(records, fs):
 
 
 GAP_TEXT = """\
-Why uncached I/O is slower than O_DIRECT here: an uncached read still goes
-through the page cache. For every call the kernel allocates folios, reads
-into them (with readahead), copies the data to the user buffer and then
-removes the folios again; O_DIRECT moves the data between the device and
-the user buffer with no folio and no copy. An uncached write copies into
-folios, dirties them, starts their writeback before the call returns (a
-writeback kick per call) and drops them when the writeback completes;
-O_DIRECT writes submit the user buffer directly. What uncached I/O buys
-over O_DIRECT is the buffered semantics (no alignment rules, coherent with
+How uncached I/O differs from O_DIRECT: an uncached read still goes
+through the page cache. The kernel allocates folios, reads into them (with
+readahead, so the device sees 128 KiB requests where 64 KiB O_DIRECT reads
+send 64 KiB), copies the data to the user buffer and then removes the
+folios again; O_DIRECT moves the data between the device and the user
+buffer with no folio and no copy, one request per call. An uncached write
+copies into folios and dirties them; the flusher writes them behind in
+large requests and the folios are dropped when that writeback completes;
+O_DIRECT writes submit the user buffer directly, one request per call.
+Which is faster depends on whether the copy (expensive under TCG) or the
+request size and count matter more. What uncached I/O always buys over
+O_DIRECT is the buffered semantics (no alignment rules, coherent with
 cached readers and writers of the same file, readahead) without filling
-the page cache. Under TCG every memory copy costs CPU, so the gap is wider
-than on real hardware."""
+the page cache."""
 
 
 def fs_section(records, fs, plots):
-    md = ["## %s" % fs, "", "### Targets of the issue (one run, measured)",
+    md = ["## %s" % fs, "", "### Targets (one run, measured)",
           "", "| what | measured | target | |", "|---|---|---|---|"]
     md += read_targets(records, fs) + write_targets(records, fs)
     md += cpu_targets(records, fs) + neighbour_targets(records, fs)

@@ -5,7 +5,7 @@
 # NVMe disk per filesystem, runs the matrix of scripts/bench.list there
 # (tests/uncached_bench and, as a cross-check, fio) and writes
 #   build/bench/results.json  one record per kernel x fs x workload x mode
-#   build/bench/report.md     tables, ratios, the targets
+#   build/bench/report.md     tables, ratios, the performance targets
 #   build/bench/*.png         MB/s and page cache over time
 # Logs per kernel: build/bench/<kernel>/console.log, channel.log.
 # No timing is judged: it fails only when something could not run, or a

@@ -6,7 +6,7 @@
  */
 #include "uncached_io.h"
 
-#define FILE_LEN	(64ULL << 20)	/* the 64 MiB read of the closing note */
+#define FILE_LEN	(64ULL << 20)	/* a read far larger than the readahead window */
 #define BS		(64 << 10)
 
 /*

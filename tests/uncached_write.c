@@ -7,7 +7,7 @@
  */
 #include "uncached_io.h"
 
-#define BIG_LEN		(64ULL << 20)	/* the 64 MiB write of the closing note */
+#define BIG_LEN		(64ULL << 20)	/* a write far larger than one folio batch */
 #define LEN		(8ULL << 20)
 #define BS		(64 << 10)
 #define SETTLE_MS	20000
