@@ -56,6 +56,17 @@ unchanged_prefix() {
 	echo $i
 }
 
+# quilt_state_usable: false when patches are applied but quilt cannot list
+# them, because the series changed order under them ("The series file no
+# longer matches the applied patches"): then the tree is made anew, as
+# popping would need the old series.
+quilt_state_usable() {
+	[ -s "$PATCHED_SRC/.pc/applied-patches" ] || return 0
+	pquilt applied >/dev/null 2>&1 && return 0
+	log "the series changed under the applied patches; starting from pristine"
+	return 1
+}
+
 pop_to() {
 	local keep=$1 napplied target
 	napplied=$(pquilt applied 2>/dev/null | wc -l || true)
@@ -102,6 +113,7 @@ main() {
 	mkdir -p "$SRC_DIR"
 	unpack_pristine "$version"
 	[ -d "$PATCHED_SRC" ] || copy_patched_from_pristine
+	quilt_state_usable || copy_patched_from_pristine
 	pop_to "$(unchanged_prefix)"
 	push_all
 	log "patched tree ready: $(pquilt applied 2>/dev/null | wc -l) patch(es) applied"
