@@ -40,7 +40,7 @@ compile_tests() {
 	local list name src
 	rm -rf "$OUT/tests"
 	mkdir -p "$OUT/tests"
-	for list in tests.list tools.list; do
+	for list in tests.list blockdev.list tools.list; do
 		for name in $(list_entries "$TOP/tests/$list" | awk '{print $1}'); do
 			src=$TOP/tests/$name.c
 			need_file "$src" "tests/$list names '$name'"

@@ -72,6 +72,17 @@ every() {
 	done
 }
 
+# The block-device target: the raw disks of scripts/devices.list (the first
+# one's name names the target) and the tests of tests/blockdev.list.
+DEVICES_LIST=$TOP/scripts/devices.list
+device_target() {
+	list_entries "$DEVICES_LIST" | awk 'NR == 1 {print $1}'
+}
+
+raw_disk_names() {
+	list_entries "$DEVICES_LIST" | awk '{print $1}' | paste -s -d ' '
+}
+
 # qemu_disk_args IMG NAME - the QEMU arguments that attach the image IMG as
 # an NVMe disk with serial NAME (the guest mounts it on /mnt/NAME).
 qemu_disk_args() {
@@ -203,18 +214,22 @@ estimate_secs() {
 		END { printf "%d %d\n", s, g }'
 }
 
-# estimate_tests KIND LIST FSLIST: estimate_text for running the tests of
-# the list file LIST on each filesystem of FSLIST (run-tests), from earlier
+# estimate_tests KIND LIST FSLIST [LIST FSLIST...]: estimate_text for running
+# the tests of each list file LIST on each target of its FSLIST, from earlier
 # runs of KIND; never timed, a boot counts 40 s and a test a thirtieth of
 # its timeout (that makes the whole suite about 11 minutes, as measured).
 estimate_tests() {
-	local fs steps=(boot:40) tests secs guessed
-	tests=$(list_entries "$2")
-	for fs in $3; do
-		mapfile -t -O "${#steps[@]}" steps < <(awk -v fs="$fs" \
-			'{ printf "%s/%s:%d\n", fs, $1, $3 / 30 }' <<<"$tests")
+	local kind=$1 fs steps=(boot:40) tests secs guessed
+	shift
+	while [ $# -ge 2 ]; do
+		tests=$(list_entries "$1")
+		for fs in $2; do
+			mapfile -t -O "${#steps[@]}" steps < <(awk -v fs="$fs" \
+				'{ printf "%s/%s:%d\n", fs, $1, $3 / 30 }' <<<"$tests")
+		done
+		shift 2
 	done
-	read -r secs guessed < <(estimate_secs "$1" "${steps[@]}")
+	read -r secs guessed < <(estimate_secs "$kind" "${steps[@]}")
 	estimate_text "$secs" "$guessed" "${#steps[@]}"
 }
 

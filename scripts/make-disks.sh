@@ -19,12 +19,13 @@ make_disk() {
 	[ -n "$line" ] || die "no disk '$fs' in $DISKS_LIST"
 	size=$(echo "$line" | awk '{print $2}')
 	mkfs=$(echo "$line" | awk '{$1 = $2 = ""; sub(/^ +/, ""); print}')
-	need_cmd "${mkfs%% *}"
+	# the command is a host tool or one of our scripts (devices.list)
+	PATH=$TOP/scripts:$PATH need_cmd "${mkfs%% *}"
 	img=$dir/$fs.img
 	rm -f "$img"
 	truncate -s "$size" "$img"
 	# shellcheck disable=SC2086
-	$mkfs "$img" >"$dir/$fs.mkfs.log" 2>&1 ||
+	PATH=$TOP/scripts:$PATH $mkfs "$img" >"$dir/$fs.mkfs.log" 2>&1 ||
 		{ cat "$dir/$fs.mkfs.log" >&2; die "$mkfs $img failed"; }
 	qemu_disk_args "$img" "$fs"
 }

@@ -2,7 +2,8 @@
 # qemu-baseline.sh [--judge DIR] - prove that the tests test the series:
 # boot the pristine 6.12 test kernel (build/kernel/pristine-test, built by
 # 'make kernel SERIES=none') with the normal test initramfs (built against
-# the patched headers) and tests/tests.list, and check on every filesystem
+# the patched headers) and tests/tests.list (tests/blockdev.list on the
+# block-device target), and check on every filesystem and that target
 # that
 #   - every test of kind "feature" fails, and its output up to its first
 #     failing case (or bail-out) names EOPNOTSUPP ("Operation not
@@ -75,13 +76,14 @@ check_tap() {
 	[ "$results" = "$plan" ] || fail "$1: incomplete TAP: $results of $plan results"
 }
 
-# table DIR FS-LIST: one row per test of tests/tests.list, one column per
-# filesystem; records a failure for every cell that is not as expected.
+# table DIR FS-LIST LIST: one row per test of the list file LIST, one column
+# per target of FS-LIST; records a failure for every cell that is not as
+# expected.
 table() {
 	local dir=$1 fs name kind cell row st eop reason
 	local -A got=()
 	for fs in $2; do
-		check_tap "$fs" "$dir/$fs.tap" "$(suite_ntests)" || continue
+		check_tap "$fs" "$dir/$fs.tap" "$(list_entries "$3" | wc -l)" || continue
 		while read -r name st eop reason; do
 			got[$fs/$name]="$st $eop $reason"
 		done < <(tap_tests "$dir/$fs.tap")
@@ -99,23 +101,28 @@ table() {
 			row+=$(printf ' %-14s' "$cell")
 		done
 		echo "$row"
-	done < <(list_entries "$TOP/tests/tests.list")
+	done < <(list_entries "$3")
 }
 
 main() {
 	help_if_asked "$@"
-	local dir=$RESULTS/baseline fslist
+	local dir=$RESULTS/baseline fslist dev
 	case $# in
 	0) ;;
 	2) [ "$1" = --judge ] || usage; dir=$2 ;;
 	*) usage ;;
 	esac
 	fslist=$(suite_fslist)
+	dev=$(suite_device)
 	[ $# = 2 ] || run_suite pristine "$dir"
 	need_file "$dir/nonce" "not a run-qemu.sh results directory"
 	check_guest_verdict "$dir"
 	check_splats "$dir/console.log"
-	table "$dir" "$fslist" >"$dir/baseline.txt"
+	{
+		table "$dir" "$fslist" "$TOP/tests/tests.list"
+		echo
+		table "$dir" "$dev" "$DEVICE_TESTS"
+	} >"$dir/baseline.txt"
 	sed -i "s/ *\$//" "$dir/baseline.txt"
 	cat "$dir/baseline.txt"
 	if [ ${#FAILURES[@]} -gt 0 ]; then

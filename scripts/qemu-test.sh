@@ -1,38 +1,41 @@
 #!/usr/bin/env bash
 # qemu-test.sh [--tests 'NAME...'] [--fs 'FS...'] TREE - boot
 # build/kernel/TREE-test with the test initramfs, run the guest tests on
-# every filesystem and judge the run (verdict.sh).
-#   --tests  only these tests of tests/tests.list (make qemu-test TESTS=...)
-#   --fs     only these filesystems of scripts/disks.list (make ... FS=...)
+# every filesystem and on the block-device target, and judge the run
+# (verdict.sh).
+#   --tests  only these tests of tests/tests.list and tests/blockdev.list
+#            (make qemu-test TESTS=...)
+#   --fs     only these filesystems of scripts/disks.list and/or the
+#            block-device target 'blockdev' (make ... FS=...)
 # Empty or absent: all of them. A subset is judged like the whole suite:
-# the full plan of the tests chosen on each filesystem chosen, the done
+# the full plan of the tests chosen on each target chosen, the done
 # signal, no kernel splat.
 # Results and logs: build/results/qemu-test/ (console.log, FS.tap, summary;
-# tests.list for a subset of the tests); the other runs keep theirs next
-# to it (stress, crash, baseline, ...).
+# tests.list/blockdev.list for a subset of the tests); the other runs keep
+# theirs next to it (stress, crash, baseline, ...).
 # Environment: QEMU_TIMEOUT (seconds, default 1800), QEMU_MEM (default
 # 384M: uncached_memory_pressure needs a guest with little RAM), QEMU_SMP.
 # Sourced (by qemu-baseline.sh), it only defines run_suite and friends.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SUITE_TESTS=	# the tests chosen (--tests); empty: all of tests/tests.list
-SUITE_FS=	# the filesystems chosen (--fs); empty: all of scripts/disks.list
+SUITE_TESTS=	# the tests chosen (--tests); empty: all of both lists
+SUITE_FS=	# the targets chosen (--fs); empty: all filesystems and blockdev
+DEVICE_TESTS=$TOP/tests/blockdev.list
 
 # first_words FILE: the first column of a list file, one per line.
 first_words() {
 	list_entries "$1" | awk '{print $1}'
 }
 
-# check_names WHAT LIST NAME...: fail unless every NAME is a first word of
-# the list file LIST, naming the valid ones.
+# check_names WHAT VALID NAME...: fail unless every NAME is one of the
+# words VALID (one per line), naming the valid ones.
 check_names() {
-	local what=$1 list=$2 valid name
+	local what=$1 valid=$2 name
 	shift 2
-	valid=$(first_words "$list")
 	for name in "$@"; do
 		grep -qxF -- "$name" <<<"$valid" ||
-			die "unknown $what '$name'; ${list#"$TOP"/} has: $(paste -s -d ' ' <<<"$valid")"
+			die "unknown $what '$name'; valid: $(paste -s -d ' ' <<<"$valid")"
 	done
 }
 
@@ -44,17 +47,56 @@ chosen() {
 		n == 0 || ($1 in want)'
 }
 
-# The filesystems under test, the tests and their number.
+# chosen_any LIST WORDS: like chosen, but nothing when WORDS name none of
+# the list's entries (while other lists have them).
+chosen_any() {
+	[ -z "$2" ] || first_words "$1" | grep -qxF -f <(tr ' ' '\n' <<<"$2") || return 0
+	chosen "$1" "$2"
+}
+
+# The tests chosen for the filesystems and for the block-device target.
+suite_tests() {
+	chosen_any "$TOP/tests/tests.list" "$SUITE_TESTS"
+}
+
+suite_device_tests() {
+	chosen_any "$DEVICE_TESTS" "$SUITE_TESTS"
+}
+
+# The filesystems under test (none when no file test is chosen) and the
+# block-device target (when chosen and one of its tests is).
 suite_fslist() {
+	[ -n "$(suite_tests)" ] || return 0
 	chosen "$TOP/scripts/disks.list" "$SUITE_FS" | awk '{print $1}' | paste -s -d ' '
 }
 
-suite_tests() {
-	chosen "$TOP/tests/tests.list" "$SUITE_TESTS"
+suite_device() {
+	local dev
+	dev=$(device_target)
+	[ -n "$(suite_device_tests)" ] || return 0
+	[ -z "$SUITE_FS" ] || grep -qw -- "$dev" <<<"$SUITE_FS" || return 0
+	echo "$dev"
 }
 
-suite_ntests() {
-	suite_tests | wc -l
+suite_targets() {
+	echo "$(suite_fslist) $(suite_device)" | xargs
+}
+
+# suite_plans: the plan each target must have, "TARGET=N ..." (verdict.sh).
+suite_plans() {
+	local fs dev plans=()
+	for fs in $(suite_fslist); do
+		plans+=("$fs=$(suite_tests | wc -l)")
+	done
+	dev=$(suite_device)
+	[ -z "$dev" ] || plans+=("$dev=$(suite_device_tests | wc -l)")
+	echo "${plans[*]}"
+}
+
+# suite_nruns: the number of test runs (tests x targets).
+suite_nruns() {
+	echo $(($(suite_tests | wc -l) * $(wc -w <<<"$(suite_fslist)") +
+		$( [ -z "$(suite_device)" ] || suite_device_tests | wc -l)))
 }
 
 # choose_subset TESTS FS: check and keep the subset of --tests and --fs.
@@ -62,10 +104,13 @@ choose_subset() {
 	local tests fs
 	read -ra tests <<<"$1"
 	read -ra fs <<<"$2"
-	check_names test "$TOP/tests/tests.list" "${tests[@]}"
-	check_names filesystem "$TOP/scripts/disks.list" "${fs[@]}"
+	check_names test "$(first_words "$TOP/tests/tests.list"; first_words "$DEVICE_TESTS")" \
+		"${tests[@]}"
+	check_names filesystem "$(first_words "$TOP/scripts/disks.list"; device_target)" "${fs[@]}"
 	SUITE_TESTS=${tests[*]}
 	SUITE_FS=${fs[*]}
+	[ -n "$(suite_targets)" ] ||
+		die "the tests chosen ('$SUITE_TESTS') run on none of the targets chosen ('$SUITE_FS')"
 }
 
 # run_suite TREE DIR: boot TREE-test, run the tests chosen (all of
@@ -73,29 +118,34 @@ choose_subset() {
 # results in DIR (run-qemu.sh). Prints an estimate first (from the times
 # of earlier runs of the same kind, build/times/) and a line per test.
 run_suite() {
-	local tree=$1 dir=$2 kernel fslist qemu rc=0 list=() sublist=$2.tests.list
-	local kind=${2##*/}
+	local tree=$1 dir=$2 kernel targets qemu rc=0 list=() sublist=$2.tests.list
+	local kind=${2##*/} devsublist=$2.blockdev.list
 	kernel=$BUILD/kernel/$tree-test/arch/x86/boot/bzImage
 	need_file "$kernel" "build the $tree test kernel first"
 	need_file "$BUILD/initramfs/initramfs.cpio" "run 'make initramfs' first"
-	fslist=$(suite_fslist)
+	targets=$(suite_targets)
 	mkdir -p "$dir"
 	rm -f "$dir/console.log"
 	if [ -n "$SUITE_TESTS" ]; then
 		suite_tests >"$sublist"
-		list=(--tests-list "$sublist")
+		suite_device_tests >"$devsublist"
+		list=(--tests-list "$sublist" --device-tests-list "$devsublist")
 	fi
-	log "booting $tree-test: $(suite_ntests) tests on $fslist," \
-		"$(estimate_tests "$kind" <(suite_tests) "$fslist")"
+	log "booting $tree-test: $(suite_nruns) test runs on $targets," \
+		"$(estimate_tests "$kind" <(suite_tests) "$(suite_fslist)" \
+			<(suite_device_tests) "$(suite_device)")"
 	"$TOP/scripts/run-qemu.sh" --kernel "$kernel" \
 		--initrd "$BUILD/initramfs/initramfs.cpio" --results "$dir" \
 		--timeout "${QEMU_TIMEOUT:-1800}" --mem "${QEMU_MEM:-384M}" \
-		--smp "${QEMU_SMP:-2}" --fs "$fslist" "${list[@]}" &
+		--smp "${QEMU_SMP:-2}" --fs "${targets:-none}" "${list[@]}" &
 	qemu=$!
-	follow_guest "$dir/console.log" "$qemu" $(($(suite_ntests) * $(wc -w <<<"$fslist")))
+	follow_guest "$dir/console.log" "$qemu" "$(suite_nruns)"
 	wait "$qemu" || rc=$?
 	record_test_times "$kind" "$dir/console.log"
-	[ -z "$SUITE_TESTS" ] || mv "$sublist" "$dir/tests.list"
+	if [ -n "$SUITE_TESTS" ]; then
+		mv "$sublist" "$dir/tests.list"
+		mv "$devsublist" "$dir/blockdev.list"
+	fi
 	[ $rc = 0 ] || die "could not run QEMU"
 }
 
@@ -118,7 +168,7 @@ main() {
 	case $1 in patched|pristine) ;; *) usage ;; esac
 	choose_subset "$want_tests" "$want_fs"
 	run_suite "$1" "$RESULTS/qemu-test"
-	"$TOP/scripts/verdict.sh" "$RESULTS/qemu-test" "$(suite_fslist)" "$(suite_ntests)" |
+	"$TOP/scripts/verdict.sh" "$RESULTS/qemu-test" "$(suite_targets)" "$(suite_plans)" |
 		tee "$RESULTS/qemu-test/summary"
 }
 

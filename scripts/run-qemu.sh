@@ -14,7 +14,10 @@
 #
 # Options: --kernel BZIMAGE --initrd CPIO --results DIR (required)
 #   --mode test|shell|cmd|probe   (test)     --cmd 'SHELL COMMAND' (mode cmd)
-#   --fs 'ext4 xfs btrfs'|none    disks      --tests-list FILE  tests to run
+#   --fs 'ext4 xfs btrfs blockdev'|none  disks: filesystems (disks.list) and
+#                 the block-device target (its raw disks: devices.list)
+#   --tests-list FILE  tests to run on the filesystems
+#   --device-tests-list FILE  tests to run on the block-device target
 #   --disks DIR   attach the images DIR/FS.img as they are (nothing is
 #                 formatted; the guest's writes stay in them) instead of
 #                 fresh ones in the results directory; DIR must lie outside
@@ -28,6 +31,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 KERNEL='' INITRD='' RESULTS_DIR='' MODE=test CMD='' SELFTEST='' TESTS_LIST=''
+DEVICE_TESTS_LIST='' DEVICES=''
 TEST_ENV='' FILESYSTEMS='' DISKS_DIR='' TIMEOUT=1800 MEM=384M SMP=2 ACCEL=${ACCEL:-auto}
 KVM_PROBE=$BUILD/kvm-probe
 
@@ -45,6 +49,7 @@ parse_args() {
 		--fs) FILESYSTEMS=$2 ;;
 		--disks) DISKS_DIR=$2 ;;
 		--tests-list) TESTS_LIST=$2 ;;
+		--device-tests-list) DEVICE_TESTS_LIST=$2 ;;
 		--selftest) SELFTEST=$2 ;;
 		--env) TEST_ENV=$2 ;;
 		--timeout) TIMEOUT=$2 ;;
@@ -67,12 +72,32 @@ parse_args() {
 	[[ $SMP =~ ^[1-9][0-9]*$ ]] || die "--smp takes a number of CPUs, not '$SMP'"
 	[[ $MEM =~ ^[0-9]+[MG]$ ]] || die "--mem takes a size like 512M or 2G, not '$MEM'"
 	check_test_env
-	[ -n "$TESTS_LIST" ] && need_file "$TESTS_LIST" "--tests-list names it"
+	[ -z "$TESTS_LIST" ] || need_file "$TESTS_LIST" "--tests-list names it"
+	[ -z "$DEVICE_TESTS_LIST" ] || need_file "$DEVICE_TESTS_LIST" "--device-tests-list names it"
 	[ -z "$DISKS_DIR" ] || check_disks_dir
 	case $FILESYSTEMS in
 	'') FILESYSTEMS=$(list_entries "$TOP/scripts/disks.list" | awk '{print $1}' | paste -s -d ' ') ;;
 	none) FILESYSTEMS= ;;
 	esac
+	split_targets
+}
+
+# split_targets: the block-device target of --fs goes from FILESYSTEMS to
+# DEVICES (its disks are the raw ones of devices.list, which /init leaves
+# unmounted).
+split_targets() {
+	local target dev filesystems=
+	dev=$(device_target)
+	for target in $FILESYSTEMS; do
+		if [ "$target" = "$dev" ]; then
+			DEVICES=$dev
+		else
+			filesystems+="${filesystems:+ }$target"
+		fi
+	done
+	FILESYSTEMS=$filesystems
+	[ -z "$DEVICES" ] || [ -z "$DISKS_DIR" ] ||
+		die "--disks cannot be combined with the block-device target $DEVICES"
 }
 
 check_test_env() {
@@ -99,6 +124,8 @@ check_disks_dir() {
 # (make-disks.sh) or with --disks the images as they are.
 disk_args() {
 	local fs
+	[ -z "$DEVICES" ] ||
+		DISKS_LIST=$DEVICES_LIST "$TOP/scripts/make-disks.sh" "$RESULTS_DIR/devices"
 	[ -n "$FILESYSTEMS" ] || return 0
 	if [ -z "$DISKS_DIR" ]; then
 		# shellcheck disable=SC2086
@@ -145,6 +172,8 @@ make_run_initrd() {
 	nonce=$NONCE
 	selftest=$SELFTEST
 	filesystems="$FILESYSTEMS"
+	devices="$DEVICES"
+	raw_disks="$(raw_disk_names)"
 	supported_fs="$supported"
 	test_env="$TEST_ENV"
 	CONF
@@ -154,6 +183,8 @@ make_run_initrd() {
 		echo "file /etc/uncached/run.conf $dir/run.conf 644 0 0"
 		echo "file /etc/uncached/cmd $dir/cmd 644 0 0"
 		[ -z "$TESTS_LIST" ] || echo "file /etc/uncached/tests.list $TESTS_LIST 644 0 0"
+		[ -z "$DEVICE_TESTS_LIST" ] ||
+			echo "file /etc/uncached/blockdev.list $DEVICE_TESTS_LIST 644 0 0"
 	} >"$dir/list"
 	"$BUILD/initramfs/gen_init_cpio" "$dir/list" >"$dir/run.cpio"
 	cat "$INITRD" "$dir/run.cpio" >"$RESULTS_DIR/initrd.cpio"

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# verdict.sh DIR FS-LIST NTESTS - judge a test run collected by run-qemu.sh.
+# verdict.sh DIR FS-LIST PLANS - judge a test run collected by run-qemu.sh.
+# PLANS is the number of tests every filesystem (or target) of FS-LIST ran,
+# or one TARGET=N word per target when they differ.
 # The run passes only if all of these hold:
 #   - the guest sent "uncached-done nonce=<this run's nonce>" on the results
 #     port after all tests (a panic, a hang or an early exit never does);
 #   - QEMU was not killed by the timeout;
 #   - the guest reported that it had the CPUs and memory it was given
 #     (check_guest_resources in lib.sh);
-#   - every filesystem of FS-LIST has a TAP file with the plan 1..NTESTS and
-#     NTESTS results, none of them "not ok";
+#   - every filesystem of FS-LIST has a TAP file with the plan 1..N and N
+#     results (N from PLANS), none of them "not ok";
 #   - the console log holds no kernel splat (initramfs/splat-patterns);
 #   - at least one case passed.
 # Prints a summary per filesystem, each failure with its reason, and last
@@ -65,16 +67,27 @@ tap_counts() {
 	' "$1"
 }
 
+# planned PLANS TARGET: the number of tests TARGET must have run.
+planned() {
+	local word
+	[[ ! $1 =~ ^[0-9]+$ ]] || { echo "$1"; return; }
+	for word in $1; do
+		[ "${word%%=*}" != "$2" ] || { echo "${word#*=}"; return; }
+	done
+	die "no plan for $2 in '$1'"
+}
+
 main() {
 	help_if_asked "$@"
-	[ $# -eq 3 ] || die "usage: verdict.sh RESULTS-DIR 'FS...' NTESTS"
-	local dir=$1 fslist=$2 ntests=$3 fs tap plan results notok lpass lfail skip extra
+	[ $# -eq 3 ] || die "usage: verdict.sh RESULTS-DIR 'FS...' NTESTS|'FS=NTESTS...'"
+	local dir=$1 fslist=$2 plans=$3 ntests fs tap plan results notok lpass lfail skip extra
 	local passed=0 failed=0 skipped=0
 	need_file "$dir/nonce" "not a run-qemu.sh results directory"
 	check_guest_verdict "$dir"
 	check_splats "$dir/console.log"
 	for fs in $fslist; do
 		tap=$dir/$fs.tap
+		ntests=$(planned "$plans" "$fs")
 		if [ ! -s "$tap" ]; then
 			fail "$fs: no TAP results"
 			failed=$((failed + 1))
