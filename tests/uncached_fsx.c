@@ -7,7 +7,7 @@
  * and at the end, the whole file read back from disk) checked against an
  * in-memory model of the file.
  *
- *	uncached_fsx [-s SEED] [-n OPS] [-l MAXLEN] [-P NPROC] [-v] DIR
+ *	uncached_fsx [-s SEED] [-n OPS] [-l MAXLEN] [-P NPROC] [-v] DIR|BLOCKDEV
  *
  * -P forks NPROC processes, process i on its own file DIR/fsx.PID.i with
  * seed SEED + i: one TAP case each. Defaults come from the environment:
@@ -15,8 +15,19 @@
  * per process), UNCACHED_STRESS_NPROC (2); MAXLEN (the largest file) is
  * 1 MiB. One process replays exactly with the same seed (-P 1). A failure
  * prints the bad bytes, the last operations and the replay command.
+ *
+ * Given a block device (a disk of its own: its contents are overwritten),
+ * process i works on region i of it, [i * R, (i + 1) * R) with R = MAXLEN
+ * rounded up to 1 MiB, at most the device size / NPROC rounded down to
+ * 1 MiB, through the device node (a buffered and an O_DIRECT fd, mappings
+ * of the region). The region starts as a known pattern (written with
+ * O_DIRECT) and has a fixed size: truncate and fallocate are not drawn,
+ * reads and writes stay in the region. A drop is fadvise(DONTNEED) of the
+ * region (rarely fsync first, never drop_caches), the whole-file check an
+ * O_DIRECT read of the region after fsync. Offsets in the output are
+ * relative to the region; the replay command (-l R -P 1) runs on region 0.
  */
-#include "uncached_io.h"
+#include "uncached_blockdev.h"
 
 #include <liburing.h>
 #include <signal.h>
@@ -30,6 +41,7 @@
 #define MAX_SEGS	4	/* iovec segments of one preadv2/pwritev2 */
 #define MAX_INFLIGHT	4	/* io_uring requests in flight */
 #define DIO_ALIGN	4096
+#define REGION_ALIGN	(1ULL << 20)	/* of the regions of a device */
 
 enum op_type {
 	OP_READ, OP_WRITE, OP_UREAD, OP_UWRITE, OP_RING_READ, OP_RING_WRITE,
@@ -53,7 +65,8 @@ struct op_desc {
 	int weight;
 	bool (*run)(struct op *op);
 	bool writes_data;	/* fills [off, off + len) with pattern seed */
-	bool reads;		/* may reach past MAXLEN */
+	bool reads;		/* may reach past MAXLEN (of a file) */
+	bool resizes;		/* not drawn on a device */
 };
 
 static const struct op_desc op_descs[OP_NR];
@@ -65,7 +78,9 @@ static struct {
 	uint64_t maxlen;
 	int nproc;
 	bool verbose;
-	const char *dir;
+	const char *dir;	/* or the block device */
+	bool dev;		/* MAXLEN is the size of a region */
+	uint64_t dev_size;
 } cfg;
 
 /* One checker process: its file, the model of it, its log. */
@@ -76,6 +91,7 @@ static struct {
 	char path[4096];
 	int fd;
 	int dfd;		/* O_DIRECT, or -1 when the fs refuses it */
+	uint64_t base;		/* of the region of the device; 0 for a file */
 	unsigned char *model;	/* expected content; zeroes beyond size */
 	uint64_t size;
 	unsigned char *buf;	/* I/O buffer, page aligned */
@@ -97,6 +113,30 @@ static void __attribute__((format(printf, 1, 2))) pdiag(const char *fmt, ...)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	tap_diag("[p%d] %s", fx.proc, line);
+}
+
+/* The file or device offset of offset @off of the model. */
+static off_t pos_of(uint64_t off)
+{
+	return (off_t)(fx.base + off);
+}
+
+/* The pattern seed of op @nr; op -1 is the initial content of a region. */
+static unsigned int op_seed(long nr)
+{
+	return (unsigned int)(fx.seed * 0x9e3779b97f4a7c15ULL +
+			      nr * 0x9e3779b1ULL);
+}
+
+/* Does the op stay below MAXLEN (and the end of a region)? */
+static bool op_bounded(const struct op *op)
+{
+	return cfg.dev || !op_descs[op->type].reads;
+}
+
+static int op_weight(int type)
+{
+	return cfg.dev && op_descs[type].resizes ? 0 : op_descs[type].weight;
 }
 
 static const char *format_op(const struct op *op)
@@ -138,13 +178,19 @@ fail(const struct op *op, const char *fmt, ...)
 	else
 		pdiag("FAILED in the whole-file check after op %ld: %s",
 		      fx.nr, msg);
-	pdiag("seed %llu, file %s, model size %llu",
-	      (unsigned long long)fx.seed, fx.path,
-	      (unsigned long long)fx.size);
+	if (cfg.dev)
+		pdiag("seed %llu, block device %s, region %d: [%llu, +%llu) (offsets are relative to it)",
+		      (unsigned long long)fx.seed, fx.path, fx.proc,
+		      (unsigned long long)fx.base,
+		      (unsigned long long)fx.size);
+	else
+		pdiag("seed %llu, file %s, model size %llu",
+		      (unsigned long long)fx.seed, fx.path,
+		      (unsigned long long)fx.size);
 	dump_log();
-	pdiag("replay: uncached_fsx -s %llu -n %ld -l %llu -P 1 %s",
-	      (unsigned long long)fx.seed, fx.nr + 1,
-	      (unsigned long long)cfg.maxlen, cfg.dir);
+	pdiag("replay%s: uncached_fsx -s %llu -n %ld -l %llu -P 1 %s",
+	      cfg.dev ? " (on region 0)" : "", (unsigned long long)fx.seed,
+	      fx.nr + 1, (unsigned long long)cfg.maxlen, cfg.dir);
 	return false;
 }
 
@@ -198,6 +244,8 @@ static const char *origin(uint64_t pos, const unsigned char *p, uint64_t n)
 			return s;
 		}
 	}
+	if (cfg.dev && check_pattern(p, n, pos, op_seed(-1)) < 0)
+		return "the initial data";
 	return "unknown data";
 }
 
@@ -272,8 +320,9 @@ static bool do_read(struct op *op)
 {
 	unsigned char *buf = op_buf(op);
 
-	return check_read(op, "pread", pread(fx.fd, buf, op->len, op->off),
-			  buf, op->off, op->len);
+	return check_read(op, "pread",
+			  pread(fx.fd, buf, op->len, pos_of(op->off)), buf,
+			  op->off, op->len);
 }
 
 static bool do_write(struct op *op)
@@ -281,7 +330,8 @@ static bool do_write(struct op *op)
 	unsigned char *buf = op_buf(op);
 
 	fill_pattern(buf, op->len, op->off, op->seed);
-	return write_done(op, "pwrite", pwrite(fx.fd, buf, op->len, op->off));
+	return write_done(op, "pwrite",
+			  pwrite(fx.fd, buf, op->len, pos_of(op->off)));
 }
 
 /* Split @len bytes at @base into 1..MAX_SEGS iovecs (some may be empty). */
@@ -307,7 +357,7 @@ static bool do_uread(struct op *op)
 	struct iovec iov[MAX_SEGS];
 	unsigned char *buf = op_buf(op);
 	int n = make_iovecs(iov, buf, op->len, op->aux);
-	ssize_t ret = preadv2(fx.fd, iov, n, op->off, RWF_UNCACHED);
+	ssize_t ret = preadv2(fx.fd, iov, n, pos_of(op->off), RWF_UNCACHED);
 
 	snprintf(op->note, sizeof(op->note), "segs %d", n);
 	return check_read(op, "preadv2(RWF_UNCACHED)", ret, buf, op->off,
@@ -323,7 +373,8 @@ static bool do_uwrite(struct op *op)
 	snprintf(op->note, sizeof(op->note), "segs %d", n);
 	fill_pattern(buf, op->len, op->off, op->seed);
 	return write_done(op, "pwritev2(RWF_UNCACHED)",
-			  pwritev2(fx.fd, iov, n, op->off, RWF_UNCACHED));
+			  pwritev2(fx.fd, iov, n, pos_of(op->off),
+				   RWF_UNCACHED));
 }
 
 /* One io_uring request: a disjoint piece of the op's range. */
@@ -360,19 +411,20 @@ static void queue_piece(struct piece *p, bool write, unsigned char *buf,
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&fx.ring);
 	size_t cut = rand64(st) % (p->len + 1);
+	off_t pos = pos_of(p->off);
 
 	p->vectored = rand64(st) & 1;
 	p->iov[0] = (struct iovec){ .iov_base = buf, .iov_len = cut };
 	p->iov[1] = (struct iovec){ .iov_base = buf + cut,
 				    .iov_len = p->len - cut };
 	if (p->vectored && write)
-		io_uring_prep_writev(sqe, fx.fd, p->iov, 2, p->off);
+		io_uring_prep_writev(sqe, fx.fd, p->iov, 2, pos);
 	else if (p->vectored)
-		io_uring_prep_readv(sqe, fx.fd, p->iov, 2, p->off);
+		io_uring_prep_readv(sqe, fx.fd, p->iov, 2, pos);
 	else if (write)
-		io_uring_prep_write(sqe, fx.fd, buf, p->len, p->off);
+		io_uring_prep_write(sqe, fx.fd, buf, p->len, pos);
 	else
-		io_uring_prep_read(sqe, fx.fd, buf, p->len, p->off);
+		io_uring_prep_read(sqe, fx.fd, buf, p->len, pos);
 	sqe->rw_flags = RWF_UNCACHED;
 	io_uring_sqe_set_data(sqe, p);
 }
@@ -454,7 +506,7 @@ static bool do_ring_write(struct op *op)
 }
 
 /* Align the op's range for O_DIRECT; false when O_DIRECT is off. */
-static bool dio_range(struct op *op, bool write)
+static bool dio_range(struct op *op)
 {
 	if (fx.dfd < 0) {
 		op->skipped = true;
@@ -462,33 +514,33 @@ static bool dio_range(struct op *op, bool write)
 	}
 	op->off &= ~(uint64_t)(DIO_ALIGN - 1);
 	op->len = (op->len + DIO_ALIGN - 1) & ~(uint64_t)(DIO_ALIGN - 1);
-	if (write && op->off + op->len > cfg.maxlen)
+	if (op_bounded(op) && op->off + op->len > cfg.maxlen)
 		op->len = cfg.maxlen - op->off;
 	return true;
 }
 
 static bool do_dread(struct op *op)
 {
-	if (!dio_range(op, false))
+	if (!dio_range(op))
 		return true;
 	return check_read(op, "O_DIRECT pread",
-			  pread(fx.dfd, fx.buf, op->len, op->off), fx.buf,
-			  op->off, op->len);
+			  pread(fx.dfd, fx.buf, op->len, pos_of(op->off)),
+			  fx.buf, op->off, op->len);
 }
 
 static bool do_dwrite(struct op *op)
 {
-	if (!dio_range(op, true))
+	if (!dio_range(op))
 		return true;
 	fill_pattern(fx.buf, op->len, op->off, op->seed);
 	return write_done(op, "O_DIRECT pwrite",
-			  pwrite(fx.dfd, fx.buf, op->len, op->off));
+			  pwrite(fx.dfd, fx.buf, op->len, pos_of(op->off)));
 }
 
 /*
  * Read or write the op's range (moved into the file) through a shared
- * mapping of the whole file. A read also checks that the mapped bytes
- * past EOF in the last page are zeroes.
+ * mapping of the whole file (or region). A read also checks that the
+ * mapped bytes past EOF in the last page are zeroes.
  */
 static bool do_mmap(struct op *op, bool write)
 {
@@ -503,7 +555,8 @@ static bool do_mmap(struct op *op, bool write)
 	op->off %= fx.size;
 	if (op->len > fx.size - op->off)
 		op->len = fx.size - op->off;
-	map = mmap(NULL, fx.size, PROT_READ | PROT_WRITE, MAP_SHARED, fx.fd, 0);
+	map = mmap(NULL, fx.size, PROT_READ | PROT_WRITE, MAP_SHARED, fx.fd,
+		   pos_of(0));
 	if (map == MAP_FAILED)
 		return fail(op, "mmap: %s", strerror(errno));
 	if (write) {
@@ -597,38 +650,63 @@ static bool do_fsync(struct op *op)
 	return true;
 }
 
-/* Mostly fadvise(DONTNEED) of the file; rarely (slow) drop_caches. */
+/* fadvise(DONTNEED) of the file, or of the region of the device. */
+static bool fadvise_dontneed(const struct op *op)
+{
+	int err = posix_fadvise(fx.fd, pos_of(0), cfg.dev ? fx.size : 0,
+				POSIX_FADV_DONTNEED);
+
+	return !err || fail(op, "posix_fadvise: %s", strerror(err));
+}
+
+/*
+ * Device mode: write back (the whole device) and evict the region's page
+ * cache. Other processes share the device's cache: nothing beyond the own
+ * region is dropped (no drop_caches, no BLKFLSBUF).
+ */
+static bool evict_region(const struct op *op)
+{
+	if (fsync(fx.fd))
+		return fail(op, "fsync of the device: %s", strerror(errno));
+	return fadvise_dontneed(op);
+}
+
+/*
+ * Mostly fadvise(DONTNEED) of the file; rarely (slow) drop_caches, or on a
+ * device fsync and fadvise of the region.
+ */
 static bool do_drop(struct op *op)
 {
-	int err;
-
 	op->off = op->len = 0;
+	if (op->aux % 32 == 0 && cfg.dev) {
+		snprintf(op->note, sizeof(op->note), "fsync, fadvise DONTNEED");
+		return evict_region(op);
+	}
 	if (op->aux % 32 == 0) {
 		snprintf(op->note, sizeof(op->note), "drop_caches");
 		drop_caches();
 		return true;
 	}
 	snprintf(op->note, sizeof(op->note), "fadvise DONTNEED");
-	err = posix_fadvise(fx.fd, 0, 0, POSIX_FADV_DONTNEED);
-	return !err || fail(op, "posix_fadvise: %s", strerror(err));
+	return fadvise_dontneed(op);
 }
 
 static const struct op_desc op_descs[OP_NR] = {
-	/* name, weight, run, writes_data, reads */
-	[OP_READ] = { "read", 10, do_read, false, true },
-	[OP_WRITE] = { "write", 10, do_write, true, false },
-	[OP_UREAD] = { "uread", 14, do_uread, false, true },
-	[OP_UWRITE] = { "uwrite", 14, do_uwrite, true, false },
-	[OP_RING_READ] = { "ring-read", 8, do_ring_read, false, true },
-	[OP_RING_WRITE] = { "ring-write", 8, do_ring_write, true, false },
-	[OP_DREAD] = { "dio-read", 4, do_dread, false, true },
-	[OP_DWRITE] = { "dio-write", 4, do_dwrite, true, false },
-	[OP_MREAD] = { "mmap-read", 4, do_mread, false, true },
-	[OP_MWRITE] = { "mmap-write", 4, do_mwrite, true, false },
-	[OP_TRUNCATE] = { "truncate", 3, do_truncate, false, false },
-	[OP_FALLOC] = { "fallocate", 5, do_falloc, false, false },
-	[OP_FSYNC] = { "fsync", 2, do_fsync, false, false },
-	[OP_DROP] = { "drop", 2, do_drop, false, false },
+	/* name, weight, run, writes_data, reads, resizes */
+	[OP_READ] = { "read", 10, do_read, false, true, false },
+	[OP_WRITE] = { "write", 10, do_write, true, false, false },
+	[OP_UREAD] = { "uread", 14, do_uread, false, true, false },
+	[OP_UWRITE] = { "uwrite", 14, do_uwrite, true, false, false },
+	[OP_RING_READ] = { "ring-read", 8, do_ring_read, false, true, false },
+	[OP_RING_WRITE] = { "ring-write", 8, do_ring_write, true, false, false },
+	[OP_DREAD] = { "dio-read", 4, do_dread, false, true, false },
+	[OP_DWRITE] = { "dio-write", 4, do_dwrite, true, false, false },
+	[OP_MREAD] = { "mmap-read", 4, do_mread, false, true, false },
+	[OP_MWRITE] = { "mmap-write", 4, do_mwrite, true, false, false },
+	[OP_TRUNCATE] = { "truncate", 3, do_truncate, false, false, true },
+	[OP_FALLOC] = { "fallocate", 5, do_falloc, false, false, true },
+	[OP_FSYNC] = { "fsync", 2, do_fsync, false, false, false },
+	[OP_DROP] = { "drop", 2, do_drop, false, false, false },
 };
 
 static enum op_type pick_type(uint64_t r)
@@ -637,10 +715,10 @@ static enum op_type pick_type(uint64_t r)
 	int i;
 
 	for (i = 0; i < OP_NR; i++)
-		total += op_descs[i].weight;
+		total += op_weight(i);
 	r %= total;
-	for (i = 0; r >= (uint64_t)op_descs[i].weight; i++)
-		r -= op_descs[i].weight;
+	for (i = 0; r >= (uint64_t)op_weight(i); i++)
+		r -= op_weight(i);
 	return i;
 }
 
@@ -670,17 +748,31 @@ static struct op *draw_op(long nr)
 		.off = off % cfg.maxlen,
 		.len = draw_len(len),
 		.aux = rand64(&fx.rng),
-		.seed = (unsigned int)(fx.seed * 0x9e3779b97f4a7c15ULL +
-				       nr * 0x9e3779b1ULL),
+		.seed = op_seed(nr),
 	};
 	if (!(op->aux >> 62)) {		/* a quarter is page aligned */
 		op->off &= ~(PAGE_SZ - 1);
 		op->len = (op->len + PAGE_SZ - 1) & ~(PAGE_SZ - 1);
 	}
-	if (!op_descs[op->type].reads && op->off + op->len > cfg.maxlen)
+	if (op_bounded(op) && op->off + op->len > cfg.maxlen)
 		op->len = cfg.maxlen - op->off;
 	fx.nr = nr;
 	return op;
+}
+
+/* Device mode: write back and evict the region, read it with O_DIRECT. */
+static bool check_region(void)
+{
+	const char *call = "whole-region O_DIRECT pread";
+	ssize_t ret;
+
+	fx.checks++;
+	if (!evict_region(NULL))
+		return false;
+	ret = pread(fx.dfd, fx.buf, fx.size, pos_of(0));
+	if (ret != (ssize_t)fx.size)
+		return fail_errno(NULL, call, ret, fx.size);
+	return check_data(NULL, fx.buf, 0, fx.size, call);
 }
 
 /* Write back and evict the file, then read it all back and compare. */
@@ -693,6 +785,8 @@ static bool check_file(void)
 	struct stat st;
 	ssize_t ret;
 
+	if (cfg.dev)
+		return check_region();
 	evict_file(fx.fd, cfg.maxlen);
 	if (fstat(fx.fd, &st))
 		return fail(NULL, "fstat: %s", strerror(errno));
@@ -717,18 +811,44 @@ static void on_signal(int sig)
 	_exit(1);
 }
 
+/*
+ * Open the device, or create an empty file DIR/@name: @path gets its path.
+ * Returns the fd.
+ */
+static int open_target(char *path, size_t size, const char *name, int flags)
+{
+	if (cfg.dev)
+		snprintf(path, size, "%s", cfg.dir);
+	else
+		snprintf(path, size, "%s/%s", cfg.dir, name);
+	return xopen(path, cfg.dev ? flags : flags | O_CREAT | O_TRUNC);
+}
+
+/* Device mode: the region holds the data of "op -1", on the medium. */
+static void init_region(void)
+{
+	fx.size = cfg.maxlen;
+	fill_pattern(fx.model, fx.size, 0, op_seed(-1));
+	memcpy(fx.buf, fx.model, fx.size);
+	if (pwrite(fx.dfd, fx.buf, fx.size, pos_of(0)) != (ssize_t)fx.size)
+		tap_bail("[p%d] cannot write region [%llu, +%llu) of %s with O_DIRECT: %s",
+			 fx.proc, (unsigned long long)fx.base,
+			 (unsigned long long)fx.size, fx.path, strerror(errno));
+}
+
 static void proc_setup(int proc, pid_t parent)
 {
+	char name[64];
 	int ret;
 
 	fx.proc = proc;
 	fx.seed = cfg.seed + proc;
 	fx.rng = fx.seed;
-	snprintf(fx.path, sizeof(fx.path), "%s/fsx.%d.%d", cfg.dir, parent,
-		 proc);
-	fx.fd = xopen(fx.path, O_RDWR | O_CREAT | O_TRUNC);
+	fx.base = cfg.dev ? proc * cfg.maxlen : 0;
+	snprintf(name, sizeof(name), "fsx.%d.%d", parent, proc);
+	fx.fd = open_target(fx.path, sizeof(fx.path), name, O_RDWR);
 	fx.dfd = open(fx.path, O_RDWR | O_DIRECT);
-	if (fx.dfd < 0 && errno != EINVAL)
+	if (fx.dfd < 0 && (errno != EINVAL || cfg.dev))
 		tap_bail("open %s O_DIRECT: %s", fx.path, strerror(errno));
 	if (fx.dfd < 0)
 		pdiag("O_DIRECT refused here (EINVAL): no O_DIRECT ops");
@@ -739,17 +859,24 @@ static void proc_setup(int proc, pid_t parent)
 	ret = io_uring_queue_init(MAX_INFLIGHT, &fx.ring, 0);
 	if (ret)
 		tap_bail("io_uring_queue_init: %s", strerror(-ret));
+	if (cfg.dev)
+		init_region();
 	signal(SIGBUS, on_signal);
 	signal(SIGSEGV, on_signal);
 }
 
 static void print_counts(void)
 {
-	char done[512] = "", skipped[512] = "";
-	size_t d = 0, s = 0;
+	char done[512] = "", skipped[512] = "", undrawn[128] = "";
+	size_t d = 0, s = 0, u = 0;
 	int i;
 
 	for (i = 0; i < OP_NR; i++) {
+		if (!op_weight(i)) {
+			u += snprintf(undrawn + u, sizeof(undrawn) - u, " %s",
+				      op_descs[i].name);
+			continue;
+		}
 		d += snprintf(done + d, sizeof(done) - d, " %s %ld",
 			      op_descs[i].name, fx.done[i]);
 		if (fx.skipped[i])
@@ -761,6 +888,9 @@ static void print_counts(void)
 	if (s)
 		pdiag("ops skipped (refused by the fs, or empty file):%s",
 		      skipped);
+	if (u)
+		pdiag("ops not drawn on a block device (fixed size):%s",
+		      undrawn);
 }
 
 /* One checker process; returns its exit status. */
@@ -791,20 +921,49 @@ static int run_proc(int proc, pid_t parent)
 	if (fx.dfd >= 0)
 		close(fx.dfd);
 	close(fx.fd);
-	unlink(fx.path);
+	if (!cfg.dev)
+		unlink(fx.path);
 	return 0;
 }
 
 static void __attribute__((noreturn)) usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [-s SEED] [-n OPS] [-l MAXLEN] [-P NPROC] [-v] DIR\n"
-		"  SEED    PRNG seed (UNCACHED_STRESS_SEED; else time and pid)\n"
-		"  OPS     operations per process (UNCACHED_STRESS_OPS; 2000)\n"
-		"  MAXLEN  largest file size, a multiple of 4096 (1048576)\n"
-		"  NPROC   processes, each on its own file (UNCACHED_STRESS_NPROC; 2)\n"
-		"  -v      print every operation\n", prog);
+		"usage: %s [-s SEED] [-n OPS] [-l MAXLEN] [-P NPROC] [-v] DIR|BLOCKDEV\n"
+		"  SEED      PRNG seed (UNCACHED_STRESS_SEED; else time and pid)\n"
+		"  OPS       operations per process (UNCACHED_STRESS_OPS; 2000)\n"
+		"  MAXLEN    largest file size, a multiple of 4096 (1048576); on a\n"
+		"            device the region size, rounded up to 1 MiB, at most\n"
+		"            the device size / NPROC\n"
+		"  NPROC     processes, each on its own file or region of BLOCKDEV\n"
+		"            (UNCACHED_STRESS_NPROC; 2)\n"
+		"  BLOCKDEV  a block device whose contents may be overwritten\n"
+		"  -v        print every operation\n", prog);
 	exit(2);
+}
+
+/* Device mode: MAXLEN becomes the size of a process's region. */
+static void setup_device(void)
+{
+	int fd = open(cfg.dir, O_RDONLY);
+	uint64_t per;
+
+	if (fd < 0 || ioctl(fd, BLKGETSIZE64, &cfg.dev_size)) {
+		fprintf(stderr, "%s: cannot get the device size: %s\n",
+			cfg.dir, strerror(errno));
+		exit(1);
+	}
+	close(fd);
+	per = cfg.dev_size / cfg.nproc & ~(REGION_ALIGN - 1);
+	if (!per) {
+		fprintf(stderr, "%s: %llu bytes, smaller than NPROC (%d) x 1 MiB: use a larger device or fewer processes (-P)\n",
+			cfg.dir, (unsigned long long)cfg.dev_size, cfg.nproc);
+		exit(1);
+	}
+	cfg.maxlen = (cfg.maxlen + REGION_ALIGN - 1) & ~(REGION_ALIGN - 1);
+	if (cfg.maxlen > per)
+		cfg.maxlen = per;
+	cfg.dev = true;
 }
 
 static void parse_args(int argc, char **argv)
@@ -847,23 +1006,31 @@ static void parse_args(int argc, char **argv)
 			(unsigned long long)cfg.maxlen, DIO_ALIGN);
 		exit(2);
 	}
-	if (stat(cfg.dir, &st) || !S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "%s: not a directory\n", cfg.dir);
-		exit(2);
+	if (stat(cfg.dir, &st) ||
+	    !(S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode))) {
+		fprintf(stderr, "%s: not a directory or a block device\n",
+			cfg.dir);
+		usage(argv[0]);
 	}
+	if (S_ISBLK(st.st_mode))
+		setup_device();
 }
 
-/* 0, or the errno with which the directory's fs refuses RWF_UNCACHED. */
-static int probe_dir(void)
+/*
+ * 0, or the errno with which the directory's fs (or the device) refuses
+ * RWF_UNCACHED.
+ */
+static int probe_target(void)
 {
-	char path[4096];
+	char path[4096], name[64];
 	int fd, err;
 
-	snprintf(path, sizeof(path), "%s/fsx.%d.probe", cfg.dir, getpid());
-	fd = xopen(path, O_RDWR | O_CREAT | O_TRUNC);
-	err = uncached_probe(fd);
+	snprintf(name, sizeof(name), "fsx.%d.probe", getpid());
+	fd = open_target(path, sizeof(path), name, O_RDWR);
+	err = cfg.dev ? bdev_probe_read(fd, cfg.dev_size) : uncached_probe(fd);
 	close(fd);
-	unlink(path);
+	if (!cfg.dev)
+		unlink(path);
 	return err;
 }
 
@@ -889,10 +1056,11 @@ int main(int argc, char **argv)
 	parse_args(argc, argv);
 	tap_plan(cfg.nproc);
 	tap_online_cpus();
-	tap_diag("seed %llu, %ld ops per process, MAXLEN %llu, NPROC %d, on %s",
+	tap_diag("seed %llu, %ld ops per process, MAXLEN %llu, NPROC %d, on %s%s",
 		 (unsigned long long)cfg.seed, cfg.ops,
-		 (unsigned long long)cfg.maxlen, cfg.nproc, cfg.dir);
-	err = probe_dir();
+		 (unsigned long long)cfg.maxlen, cfg.nproc, cfg.dir,
+		 cfg.dev ? " (a block device: MAXLEN is the region size)" : "");
+	err = probe_target();
 	if (err) {
 		tap_diag("preadv2(RWF_UNCACHED) on %s: %s: no RWF_UNCACHED here (a kernel without the series?)",
 			 cfg.dir, strerror(err));
