@@ -17,8 +17,8 @@
 #   BENCH_FS ("ext4 xfs")            filesystems (scripts/bench-disks.list)
 #   BENCH_DATA (4 x BENCH_MEM)       data set per filesystem
 #   BENCH_KERNELS ("pristine patched")
-#   BENCH_PRISTINE_KERNEL, BENCH_PATCHED_KERNEL  bzImages (default:
-#       build/kernel/{pristine,patched}-perf/arch/x86/boot/bzImage)
+#   BENCH_PRISTINE_KERNEL, BENCH_PATCHED_KERNEL  bzImages (default: the
+#       perf kernels, 'make kernel TREE=pristine|patched FLAVOR=perf')
 #   BENCH_LIST (scripts/bench.list)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -36,8 +36,8 @@ ONLINE_CPUS=()		# "KERNEL N": the online CPUs each guest reported
 
 kernel_path() {
 	case $1 in
-	pristine) echo "${BENCH_PRISTINE_KERNEL:-$BUILD/kernel/pristine-perf/arch/x86/boot/bzImage}" ;;
-	patched) echo "${BENCH_PATCHED_KERNEL:-$BUILD/kernel/patched-perf/arch/x86/boot/bzImage}" ;;
+	pristine) echo "${BENCH_PRISTINE_KERNEL:-$(kernel_image pristine perf)}" ;;
+	patched) echo "${BENCH_PATCHED_KERNEL:-$(kernel_image patched perf)}" ;;
 	*) die "unknown kernel '$1' in BENCH_KERNELS (pristine, patched)" ;;
 	esac
 }
@@ -68,10 +68,10 @@ check_settings() {
 			die "BENCH_DATA $BENCH_DATA does not fit the ${disk_mib}M $fs disk (scripts/bench-disks.list)"
 	done
 	for k in $BENCH_KERNELS; do
-		need_file "$(kernel_path "$k")" "build the perf kernels first (make kernel FLAVOR=perf, and SERIES=none for pristine)"
+		need_file "$(kernel_path "$k")" "build the perf kernels first (make kernel TREE=$k FLAVOR=perf)"
 	done
 	need_file "$BENCH_LIST" "the benchmark matrix"
-	need_file "$BUILD/initramfs/initramfs.cpio" "run 'make initramfs' first"
+	need_file "$INITRD" "run 'make initramfs' first"
 }
 
 # The rows of the matrix for kernel $1 and filesystem $2.
@@ -113,7 +113,7 @@ write_disks_list() {
 write_guest_cmd() {
 	local kernel=$1 expected=$2 fs id tool op mode bs threads secs opts
 	printf 'BENCH_SMP=%s\nBENCH_FILESIZE=%sM\n' "$BENCH_SMP" "$FILE_MIB"
-	cat "$TOP/scripts/bench-guest.sh"
+	cat "$TOP/initramfs/bench-guest.sh"
 	: >"$expected"
 	for fs in $BENCH_FS; do
 		echo "bench_prepare $fs"
@@ -158,8 +158,7 @@ run_kernel() {
 	write_guest_cmd "$k" "$dir/expected" >"$dir/guest-cmd.sh"
 	secs=$(estimate "$k")
 	log "$k: booting $(kernel_path "$k") ($BENCH_MEM, $BENCH_SMP CPUs, $BENCH_FS; about $((secs / 60 + 1)) min)"
-	DISKS_LIST=$OUT/disks.list "$TOP/scripts/run-qemu.sh" --kernel "$(kernel_path "$k")" \
-		--initrd "$BUILD/initramfs/initramfs.cpio" --results "$dir/run" \
+	DISKS_LIST=$OUT/disks.list run_guest "$(kernel_path "$k")" "$dir/run" \
 		--mode cmd --cmd "$(cat "$dir/guest-cmd.sh")" \
 		--fs "$BENCH_FS$(uses_fio && echo ' tools')" \
 		--mem "$BENCH_MEM" --smp "$BENCH_SMP" --timeout $((secs * 2 + 300)) \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# qemu-test.sh [--tests 'NAME...'] [--fs 'FS...'] TREE - boot
-# build/kernel/TREE-test with the test initramfs, run the guest tests on
-# every filesystem and judge the run (verdict.sh).
+# qemu-test.sh [--tests 'NAME...'] [--fs 'FS...'] TREE FLAVOR - boot
+# build/kernel/TREE-FLAVOR (make qemu-test: patched test) with the test
+# initramfs, run the guest tests on every filesystem and judge the run
+# (verdict.sh).
 #   --tests  only these tests of tests/tests.list (make qemu-test TESTS=...)
 #   --fs     only these filesystems of scripts/disks.list (make ... FS=...)
 # Empty or absent: all of them. A subset is judged like the whole suite:
@@ -10,19 +11,15 @@
 # Results and logs: build/results/qemu-test/ (console.log, FS.tap, summary;
 # tests.list for a subset of the tests); the other runs keep theirs next
 # to it (stress, crash, baseline, ...).
-# Environment: QEMU_TIMEOUT (seconds, default 1800), QEMU_MEM (default
-# 384M: uncached_memory_pressure needs a guest with little RAM), QEMU_SMP.
-# Sourced (by qemu-baseline.sh), it only defines run_suite and friends.
+# Environment: QEMU_TIMEOUT, QEMU_MEM, QEMU_SMP (defaults: GUEST_* in
+# lib.sh: 1800 s, 384M, 2).
+# Sourced (by qemu-baseline.sh), it only defines run_suite and friends,
+# and the checks of verdict.sh.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/verdict.sh"
 
 SUITE_TESTS=	# the tests chosen (--tests); empty: all of tests/tests.list
 SUITE_FS=	# the filesystems chosen (--fs); empty: all of scripts/disks.list
-
-# first_words FILE: the first column of a list file, one per line.
-first_words() {
-	list_entries "$1" | awk '{print $1}'
-}
 
 # check_names WHAT LIST NAME...: fail unless every NAME is a first word of
 # the list file LIST, naming the valid ones.
@@ -46,7 +43,7 @@ chosen() {
 
 # The filesystems under test, the tests and their number.
 suite_fslist() {
-	chosen "$TOP/scripts/disks.list" "$SUITE_FS" | awk '{print $1}' | paste -s -d ' '
+	chosen "$DISKS_FILE" "$SUITE_FS" | awk '{print $1}' | paste -s -d ' '
 }
 
 suite_tests() {
@@ -63,63 +60,49 @@ choose_subset() {
 	read -ra tests <<<"$1"
 	read -ra fs <<<"$2"
 	check_names test "$TOP/tests/tests.list" "${tests[@]}"
-	check_names filesystem "$TOP/scripts/disks.list" "${fs[@]}"
+	check_names filesystem "$DISKS_FILE" "${fs[@]}"
 	SUITE_TESTS=${tests[*]}
 	SUITE_FS=${fs[*]}
 }
 
-# run_suite TREE DIR: boot TREE-test, run the tests chosen (all of
+# run_suite KERNEL DIR: boot KERNEL, run the tests chosen (all of
 # tests/tests.list by default) on the filesystems chosen, and collect the
 # results in DIR (run-qemu.sh). Prints an estimate first (from the times
 # of earlier runs of the same kind, build/times/) and a line per test.
 run_suite() {
-	local tree=$1 dir=$2 kernel fslist qemu rc=0 list=() sublist=$2.tests.list
-	local kind=${2##*/}
-	kernel=$BUILD/kernel/$tree-test/arch/x86/boot/bzImage
-	need_file "$kernel" "build the $tree test kernel first"
-	need_file "$BUILD/initramfs/initramfs.cpio" "run 'make initramfs' first"
+	local kernel=$1 dir=$2 fslist list=() sublist=$2.tests.list kind=${2##*/}
 	fslist=$(suite_fslist)
 	mkdir -p "$dir"
-	rm -f "$dir/console.log"
 	if [ -n "$SUITE_TESTS" ]; then
 		suite_tests >"$sublist"
 		list=(--tests-list "$sublist")
 	fi
-	log "booting $tree-test: $(suite_ntests) tests on $fslist," \
+	log "booting ${kernel#"$PWD"/}: $(suite_ntests) tests on $fslist," \
 		"$(estimate_tests "$kind" <(suite_tests) "$fslist")"
-	"$TOP/scripts/run-qemu.sh" --kernel "$kernel" \
-		--initrd "$BUILD/initramfs/initramfs.cpio" --results "$dir" \
-		--timeout "${QEMU_TIMEOUT:-1800}" --mem "${QEMU_MEM:-384M}" \
-		--smp "${QEMU_SMP:-2}" --fs "$fslist" "${list[@]}" &
-	qemu=$!
-	follow_guest "$dir/console.log" "$qemu" $(($(suite_ntests) * $(wc -w <<<"$fslist")))
-	wait "$qemu" || rc=$?
+	watch_guest $(($(suite_ntests) * $(wc -w <<<"$fslist"))) 0 - \
+		"$kernel" "$dir" --fs "$fslist" "${list[@]}"
 	record_test_times "$kind" "$dir/console.log"
 	[ -z "$SUITE_TESTS" ] || mv "$sublist" "$dir/tests.list"
-	[ $rc = 0 ] || die "could not run QEMU"
 }
 
-usage() {
-	die "usage: qemu-test.sh [--tests 'NAME...'] [--fs 'FS...'] patched|pristine"
-}
+USAGE="qemu-test.sh [--tests 'NAME...'] [--fs 'FS...'] TREE FLAVOR"
 
 main() {
 	help_if_asked "$@"
-	local want_tests='' want_fs=''
-	while [ $# -gt 1 ]; do
+	local want_tests='' want_fs='' dir=$RESULTS/qemu-test kernel
+	while [ $# -gt 2 ]; do
 		case $1 in
 		--tests) want_tests=$2 ;;
 		--fs) want_fs=$2 ;;
-		*) usage ;;
+		*) die "usage: $USAGE" ;;
 		esac
 		shift 2
 	done
-	[ $# -eq 1 ] || usage
-	case $1 in patched|pristine) ;; *) usage ;; esac
+	tree_flavor_args "$USAGE" "$@"
 	choose_subset "$want_tests" "$want_fs"
-	run_suite "$1" "$RESULTS/qemu-test"
-	"$TOP/scripts/verdict.sh" "$RESULTS/qemu-test" "$(suite_fslist)" "$(suite_ntests)" |
-		tee "$RESULTS/qemu-test/summary"
+	kernel=$(built_kernel "$TREE" "$FLAVOR")
+	run_suite "$kernel" "$dir"
+	judge_tests "$dir" "$(suite_fslist)" "$(suite_ntests)" | tee "$dir/summary"
 }
 
 [ "${BASH_SOURCE[0]}" != "$0" ] || main "$@"

@@ -23,12 +23,14 @@
 #                 the kernel brings up one CPU only, maxcpus=1)
 #   --env 'VAR=VALUE ...'  environment of the guest tests (e.g. the stress
 #                 budget UNCACHED_STRESS_OPS); values are plain words
-#   --timeout SECS (1800)  --mem SIZE (384M)  --smp N (2)  --accel auto|tcg|kvm
+#   --timeout SECS  --mem SIZE  --smp N   (defaults: GUEST_* in lib.sh:
+#                 1800, 384M, 2)            --accel auto|tcg|kvm
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 KERNEL='' INITRD='' RESULTS_DIR='' MODE=test CMD='' SELFTEST='' TESTS_LIST=''
-TEST_ENV='' FILESYSTEMS='' DISKS_DIR='' TIMEOUT=1800 MEM=384M SMP=2 ACCEL=${ACCEL:-auto}
+TEST_ENV='' FILESYSTEMS='' DISKS_DIR='' TIMEOUT=$GUEST_TIMEOUT MEM=$GUEST_MEM SMP=$GUEST_SMP
+ACCEL=${ACCEL:-auto}
 KVM_PROBE=$BUILD/kvm-probe
 
 usage() { die "usage: run-qemu.sh --kernel BZIMAGE --initrd CPIO --results DIR [options] (see the header of scripts/run-qemu.sh)"; }
@@ -70,7 +72,7 @@ parse_args() {
 	[ -n "$TESTS_LIST" ] && need_file "$TESTS_LIST" "--tests-list names it"
 	[ -z "$DISKS_DIR" ] || check_disks_dir
 	case $FILESYSTEMS in
-	'') FILESYSTEMS=$(list_entries "$TOP/scripts/disks.list" | awk '{print $1}' | paste -s -d ' ') ;;
+	'') FILESYSTEMS=$(all_filesystems) ;;
 	none) FILESYSTEMS= ;;
 	esac
 }
