@@ -90,7 +90,7 @@ harness-selftest: kernel initramfs
 crash-test: kernel initramfs
 	@scripts/crash-test.sh $(KARGS)
 
-## stress: long randomized checker run + crash-test (15 min)
+## stress: long randomized checker run + crash-test (about 9 min)
 stress: kernel initramfs
 	@scripts/stress.sh $(KARGS)
 
