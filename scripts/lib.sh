@@ -173,13 +173,13 @@ run_guest() {
 watch_guest() {
 	local total=$1 done=$2 out=$3 dir=$5 qemu rc=0 see=
 	shift 3
+	rm -f "$dir/console.log"
 	if [ "$out" = - ]; then
-		out=/dev/stderr
+		run_guest "$@" </dev/null >&2 &
 	else
+		run_guest "$@" </dev/null >"$out" 2>&1 &
 		see=" (see $out)"
 	fi
-	rm -f "$dir/console.log"
-	run_guest "$@" </dev/null >"$out" 2>&1 &
 	qemu=$!
 	follow_guest "$dir/console.log" "$qemu" "$total" "$done"
 	wait "$qemu" || rc=$?
