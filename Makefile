@@ -4,13 +4,13 @@
 # 'make help' lists the targets and variables from the "## NAME: text"
 # lines below (lower-case NAME: a target, upper-case: a variable).
 
-SERIES ?= series
+TREE ?= patched
 FLAVOR ?= test
 CMD ?=
 
 ## TESTS='NAME...': make qemu-test: only these tests (tests/tests.list)
 ## FS='FS...': make qemu-test: only these filesystems (ext4 xfs btrfs)
-## SERIES=none: the pristine 6.12 kernel instead of the patched one
+## TREE=pristine: the pristine 6.12 kernel instead of the patched one
 ## FLAVOR=perf: the performance kernel (no KASAN, lockdep)
 ## CMD='...': make boot runs this shell command in the guest
 ## QEMU_TIMEOUT=SECS: time limit of a test guest (default 1800)
@@ -22,16 +22,21 @@ CMD ?=
 ## CRASH_ROUNDS=N: make crash-test: power cuts (default 1)
 ## CRASH_SEED=N: make crash-test: replay the run with this seed
 
+# The older spellings SERIES=none and SERIES=series still mean
+# TREE=pristine and TREE=patched.
 ifeq ($(SERIES),none)
 TREE := pristine
 else ifeq ($(SERIES),series)
 TREE := patched
-else
-$(error SERIES must be 'series' (the patched kernel) or 'none' (pristine 6.12))
+else ifneq ($(SERIES),)
+$(error SERIES is now TREE: TREE=pristine (SERIES=none) or TREE=patched)
+endif
+ifeq ($(filter patched pristine,$(TREE)),)
+$(error TREE must be 'patched' (the series applied) or 'pristine' (6.12 as Debian ships it))
 endif
 
-KERNEL := build/kernel/$(TREE)-$(FLAVOR)/arch/x86/boot/bzImage
-INITRD := build/initramfs/initramfs.cpio
+# Every script that boots a kernel takes the same two words: TREE FLAVOR.
+KARGS := $(TREE) $(FLAVOR)
 CHECKPATCH := build/src/pristine/scripts/checkpatch.pl
 
 .PHONY: all deps source kernel initramfs qemu-test boot harness-selftest \
@@ -55,7 +60,7 @@ source: deps
 
 ## kernel: build the kernel (build/kernel/TREE-FLAVOR/)
 kernel: source
-	@scripts/build-kernel.sh $(TREE) $(FLAVOR)
+	@scripts/build-kernel.sh $(KARGS)
 
 ## initramfs: build the guest initramfs with the tests
 initramfs: source
@@ -71,34 +76,34 @@ $(CHECKPATCH):
 
 ## qemu-test: lint, boot the debug kernel, run and judge the guest tests
 qemu-test: lint kernel initramfs
-	@scripts/qemu-test.sh --tests '$(TESTS)' --fs '$(FS)' $(TREE)
+	@scripts/qemu-test.sh --tests '$(TESTS)' --fs '$(FS)' $(KARGS)
 
 ## boot: a shell in the guest, or with CMD='...' one command
 boot: kernel initramfs
-	@scripts/boot.sh $(KERNEL) $(INITRD) '$(subst ','\'',$(CMD))'
+	@scripts/boot.sh $(KARGS) '$(subst ','\'',$(CMD))'
 
 ## harness-selftest: inject faults and check that the verdict fails
 harness-selftest: kernel initramfs
-	@scripts/harness-selftest.sh $(KERNEL)
+	@scripts/harness-selftest.sh $(KARGS)
 
 ## crash-test: power cut during uncached writes, verify after reboot
 crash-test: kernel initramfs
-	@scripts/crash-test.sh $(KERNEL)
+	@scripts/crash-test.sh $(KARGS)
 
-## stress: long randomized checker run + crash-test (15 min)
+## stress: long randomized checker run + crash-test (about 9 min)
 stress: kernel initramfs
-	@scripts/stress.sh
+	@scripts/stress.sh $(KARGS)
 
 ## qemu-baseline: the tests on pristine 6.12: feature tests must fail
 qemu-baseline: initramfs
-	@$(MAKE) --no-print-directory kernel SERIES=none
-	@scripts/qemu-baseline.sh
+	@$(MAKE) --no-print-directory kernel TREE=pristine
+	@scripts/qemu-baseline.sh pristine $(FLAVOR)
 
 # The performance kernels (FLAVOR=perf: no lockdep, KASAN or DEBUG_VM).
 ## demo: buffered and uncached reads side by side (3 min)
 demo: source initramfs
 	@scripts/build-kernel.sh patched perf
-	@scripts/demo.sh
+	@scripts/demo.sh patched perf
 
 ## bench: benchmark pristine vs patched perf kernels (25 min)
 bench: source initramfs

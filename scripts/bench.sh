@@ -2,7 +2,8 @@
 # bench.sh - make bench: the page-cache benchmark of buffered, RWF_UNCACHED
 # and O_DIRECT I/O on the pristine and the patched performance kernels.
 # Builds nothing: it boots each kernel once in a small guest with one big
-# NVMe disk per filesystem, runs the matrix of scripts/bench.list there
+# NVMe disk per filesystem (and two raw ones for the block-device rows),
+# runs the matrix of scripts/bench.list there
 # (tests/uncached_bench and, as a cross-check, fio) and writes
 #   build/bench/results.json  one record per kernel x fs x workload x mode
 #   build/bench/report.md     tables, ratios, the performance targets
@@ -14,20 +15,22 @@
 #
 # Environment (defaults):
 #   BENCH_MEM (512M) BENCH_SMP (2)   guest RAM and CPUs
-#   BENCH_FS ("ext4 xfs")            filesystems (scripts/bench-disks.list)
-#   BENCH_DATA (4 x BENCH_MEM)       data set per filesystem
+#   BENCH_FS ("ext4 xfs blockdev")   targets: filesystems and raw block
+#                                    devices (scripts/bench-disks.list)
+#   BENCH_DATA (4 x BENCH_MEM)       data set per target
 #   BENCH_KERNELS ("pristine patched")
-#   BENCH_PRISTINE_KERNEL, BENCH_PATCHED_KERNEL  bzImages (default:
-#       build/kernel/{pristine,patched}-perf/arch/x86/boot/bzImage)
+#   BENCH_PRISTINE_KERNEL, BENCH_PATCHED_KERNEL  bzImages (default: the
+#       perf kernels, 'make kernel TREE=pristine|patched FLAVOR=perf')
 #   BENCH_LIST (scripts/bench.list)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 BENCH_MEM=${BENCH_MEM:-512M}
 BENCH_SMP=${BENCH_SMP:-2}
-BENCH_FS=${BENCH_FS:-ext4 xfs}
+BENCH_FS=${BENCH_FS:-ext4 xfs blockdev}
 BENCH_KERNELS=${BENCH_KERNELS:-pristine patched}
 BENCH_LIST=${BENCH_LIST:-$TOP/scripts/bench.list}
+BENCH_DISKS=$TOP/scripts/bench-disks.list
 OUT=$BUILD/bench
 TOOLS_DIR=$OUT/tools-root
 RUN_OVERHEAD=3		# seconds per run besides its own (drop, fsync, start: 1-2 s)
@@ -36,8 +39,8 @@ ONLINE_CPUS=()		# "KERNEL N": the online CPUs each guest reported
 
 kernel_path() {
 	case $1 in
-	pristine) echo "${BENCH_PRISTINE_KERNEL:-$BUILD/kernel/pristine-perf/arch/x86/boot/bzImage}" ;;
-	patched) echo "${BENCH_PATCHED_KERNEL:-$BUILD/kernel/patched-perf/arch/x86/boot/bzImage}" ;;
+	pristine) echo "${BENCH_PRISTINE_KERNEL:-$(kernel_image pristine perf)}" ;;
+	patched) echo "${BENCH_PATCHED_KERNEL:-$(kernel_image patched perf)}" ;;
 	*) die "unknown kernel '$1' in BENCH_KERNELS (pristine, patched)" ;;
 	esac
 }
@@ -50,8 +53,55 @@ mib() {
 	esac
 }
 
+# disk_mib DISK: the size of a disk of scripts/bench-disks.list in MiB,
+# nothing when there is no such disk.
+disk_mib() {
+	local size
+	size=$(list_entries "$BENCH_DISKS" | awk -v d="$1" '$1 == d {print $2}')
+	[ -z "$size" ] || mib "$size"
+}
+
+# raw_target TARGET: true when TARGET of BENCH_FS is a raw block-device
+# target (it has a disk TARGET-data) rather than a filesystem.
+raw_target() {
+	[ -n "$(disk_mib "$1-data")" ]
+}
+
+# target_disks TARGET: its disks, one per line: a filesystem's own, or the
+# disks TARGET-NAME of a raw target.
+target_disks() {
+	if raw_target "$1"; then
+		first_words "$BENCH_DISKS" | awk -v p="$1-" 'index($1, p) == 1'
+	else
+		echo "$1"
+	fi
+}
+
+# The raw targets of BENCH_FS, on one line.
+raw_targets() {
+	local t
+	for t in $BENCH_FS; do
+		if raw_target "$t"; then echo "$t"; fi
+	done | paste -s -d ' '
+}
+
+# check_disks TARGET: its disks exist and hold what the runs write there: a
+# filesystem the data set, one streaming file, the hot file, copy-on-write;
+# each disk of a raw target the data set.
+check_disks() {
+	local t=$1 disk need size
+	need=$(($(mib "$BENCH_DATA") + FILE_MIB * 2 + HOT_MIB))
+	raw_target "$t" && need=$(mib "$BENCH_DATA")
+	for disk in $(target_disks "$t"); do
+		size=$(disk_mib "$disk")
+		[ -n "$size" ] || die "BENCH_FS: no disk '$t' (or '$t-data') in scripts/bench-disks.list"
+		[ "$need" -le "$size" ] ||
+			die "BENCH_DATA $BENCH_DATA does not fit the ${size}M disk $disk (scripts/bench-disks.list)"
+	done
+}
+
 check_settings() {
-	local fs k disk_mib
+	local fs k
 	[[ $BENCH_MEM =~ ^[0-9]+[MG]$ ]] || die "BENCH_MEM takes a size like 512M or 1G, not '$BENCH_MEM'"
 	[[ $BENCH_SMP =~ ^[1-9][0-9]*$ ]] || die "BENCH_SMP takes a number of CPUs, not '$BENCH_SMP'"
 	BENCH_DATA=${BENCH_DATA:-$(($(mib "$BENCH_MEM") * 4))M}
@@ -60,24 +110,22 @@ check_settings() {
 	[ "$FILE_MIB" -ge 64 ] || die "BENCH_DATA / BENCH_SMP must be 64M or more"
 	HOT_MIB=$(($(mib "$BENCH_MEM") * 3 / 10))	# the --hot file (uncached_bench)
 	for fs in $BENCH_FS; do
-		disk_mib=$(mib "$(list_entries "$TOP/scripts/bench-disks.list" |
-			awk -v fs="$fs" '$1 == fs {print $2}')")
-		[ -n "$disk_mib" ] || die "BENCH_FS: no disk '$fs' in scripts/bench-disks.list"
-		# the data set, one streaming file, the hot file, copy-on-write
-		[ $(($(mib "$BENCH_DATA") + FILE_MIB * 2 + HOT_MIB)) -le "$disk_mib" ] ||
-			die "BENCH_DATA $BENCH_DATA does not fit the ${disk_mib}M $fs disk (scripts/bench-disks.list)"
+		check_disks "$fs"
 	done
 	for k in $BENCH_KERNELS; do
-		need_file "$(kernel_path "$k")" "build the perf kernels first (make kernel FLAVOR=perf, and SERIES=none for pristine)"
+		need_file "$(kernel_path "$k")" "build the perf kernels first (make kernel TREE=$k FLAVOR=perf)"
 	done
 	need_file "$BENCH_LIST" "the benchmark matrix"
-	need_file "$BUILD/initramfs/initramfs.cpio" "run 'make initramfs' first"
+	need_file "$INITRD" "run 'make initramfs' first"
 }
 
-# The rows of the matrix for kernel $1 and filesystem $2.
+# The rows of the matrix for kernel $1 and target $2.
 rows_for() {
-	list_entries "$BENCH_LIST" | awk -v k="$1" -v fs="$2" '
-		("," $8 ",") ~ ("," k ",") && ($9 == "all" || ("," $9 ",") ~ ("," fs ","))'
+	local raw=0
+	raw_target "$2" && raw=1
+	list_entries "$BENCH_LIST" | awk -v k="$1" -v fs="$2" -v raw=$raw '
+		("," $8 ",") ~ ("," k ",") && ($9 == "all" || ($9 == "files" && !raw) ||
+			("," $9 ",") ~ ("," fs ","))'
 }
 
 uses_fio() {
@@ -103,7 +151,7 @@ make_tools_dir() {
 
 # The disk list of this run: the bench disks, and fio's tools disk.
 write_disks_list() {
-	list_entries "$TOP/scripts/bench-disks.list"
+	list_entries "$BENCH_DISKS"
 	uses_fio && printf 'tools\t256M\tmkfs.ext4 -F -q -d %s\n' "$TOOLS_DIR"
 	return 0
 }
@@ -112,8 +160,9 @@ write_disks_list() {
 # (fs id tool op mode block threads seconds options, tab-separated).
 write_guest_cmd() {
 	local kernel=$1 expected=$2 fs id tool op mode bs threads secs opts
-	printf 'BENCH_SMP=%s\nBENCH_FILESIZE=%sM\n' "$BENCH_SMP" "$FILE_MIB"
-	cat "$TOP/scripts/bench-guest.sh"
+	printf 'BENCH_SMP=%s\nBENCH_FILESIZE=%sM\nBENCH_RAW="%s"\n' "$BENCH_SMP" \
+		"$FILE_MIB" "$(raw_targets)"
+	cat "$TOP/initramfs/bench-guest.sh"
 	: >"$expected"
 	for fs in $BENCH_FS; do
 		echo "bench_prepare $fs"
@@ -143,11 +192,31 @@ estimate() {
 	echo "$total"
 }
 
+# The disks the guest's /init tries to mount and cannot, harmlessly: the
+# tools disk (bench-guest.sh mounts it) and the raw disks: as an ERE.
+unmounted_disks() {
+	local t
+	{
+		echo tools
+		for t in $(raw_targets); do
+			target_disks "$t"
+		done
+	} | paste -s -d '|'
+}
+
 # Show the guest's progress: one line per run and its result.
 progress() {
 	grep --line-buffered -E '^(bench-run-begin|  steady|  total|  hot reader|uncached_bench: error|init: |Kernel panic|BUG:|WARNING:)' |
-		grep --line-buffered -v 'as tools' |
+		grep --line-buffered -v -E "cannot mount .* as ($(unmounted_disks))" |
 		sed -u 's/^/  guest: /' >&2 || true
+}
+
+# The disks of all targets of BENCH_FS, on one line.
+bench_disks() {
+	local t
+	for t in $BENCH_FS; do
+		target_disks "$t"
+	done | paste -s -d ' '
 }
 
 # run_kernel KERNEL: boot it and run its matrix; fails unless the guest had
@@ -158,10 +227,9 @@ run_kernel() {
 	write_guest_cmd "$k" "$dir/expected" >"$dir/guest-cmd.sh"
 	secs=$(estimate "$k")
 	log "$k: booting $(kernel_path "$k") ($BENCH_MEM, $BENCH_SMP CPUs, $BENCH_FS; about $((secs / 60 + 1)) min)"
-	DISKS_LIST=$OUT/disks.list "$TOP/scripts/run-qemu.sh" --kernel "$(kernel_path "$k")" \
-		--initrd "$BUILD/initramfs/initramfs.cpio" --results "$dir/run" \
+	DISKS_LIST=$OUT/disks.list run_guest "$(kernel_path "$k")" "$dir/run" \
 		--mode cmd --cmd "$(cat "$dir/guest-cmd.sh")" \
-		--fs "$BENCH_FS$(uses_fio && echo ' tools')" \
+		--fs "$(bench_disks)$(uses_fio && echo ' tools')" \
 		--mem "$BENCH_MEM" --smp "$BENCH_SMP" --timeout $((secs * 2 + 300)) \
 		</dev/null | progress
 	cp "$dir/run/console.log" "$dir/run/channel.log" "$dir/run/nonce" "$dir/"
@@ -188,14 +256,14 @@ main() {
 	for k in $BENCH_KERNELS; do
 		total=$((total + $(estimate "$k")))
 	done
-	log "benchmark of $BENCH_KERNELS on $BENCH_FS, data set $BENCH_DATA per filesystem: about $((total / 60 + 1)) minutes"
+	log "benchmark of $BENCH_KERNELS on $BENCH_FS, data set $BENCH_DATA per target: about $((total / 60 + 1)) minutes"
 	for k in $BENCH_KERNELS; do
 		run_kernel "$k"
 	done
 	# shellcheck disable=SC2086
 	python3 "$TOP/scripts/bench-report.py" --out "$OUT" --mem "$BENCH_MEM" \
 		--smp "$BENCH_SMP" --online-cpus "$(IFS=,; echo "${ONLINE_CPUS[*]}")" \
-		--data "$BENCH_DATA" $BENCH_KERNELS ||
+		--data "$BENCH_DATA" --raw "$(raw_targets)" $BENCH_KERNELS ||
 		die "some runs could not run (see $OUT/report.md)"
 	log "done in $(((SECONDS - start) / 60)) min: $OUT/report.md, $OUT/results.json, $OUT/*.png"
 }

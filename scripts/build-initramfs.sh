@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # build-initramfs.sh - build the guest's initramfs, build/initramfs/initramfs.cpio:
 # busybox-static, /init and the runner (initramfs/), and the guest tests
-# (tests/tests.list), the guest tools (tests/tools.list: programs that are
-# not tests, such as the benchmark) and the harness self-tests
+# (tests/tests.list), the guest tools (tests/tools/tools.list: programs
+# that are not tests, such as the benchmark) and the harness self-tests
 # (tests/selftest/*.c), compiled statically with -Werror against
 # the UAPI headers of the patched tree (build/headers), so the tests see
 # RWF_UNCACHED exactly as the kernel under test exports it.
@@ -36,20 +36,25 @@ compile() {
 		die "cannot compile $2"
 }
 
+# compile_list DIR LIST: compile DIR/NAME.c for every NAME of the list
+# file LIST.
+compile_list() {
+	local name
+	for name in $(first_words "$2"); do
+		need_file "$1/$name.c" "${2#"$TOP"/} names '$name'"
+		compile "$name" "$1/$name.c"
+	done
+}
+
 compile_tests() {
-	local list name src
+	local src
 	rm -rf "$OUT/tests"
 	mkdir -p "$OUT/tests"
-	for list in tests.list blockdev.list tools.list; do
-		for name in $(list_entries "$TOP/tests/$list" | awk '{print $1}'); do
-			src=$TOP/tests/$name.c
-			need_file "$src" "tests/$list names '$name'"
-			compile "$name" "$src"
-		done
-	done
+	compile_list "$TOP/tests" "$TOP/tests/tests.list"
+	compile_list "$TOP/tests" "$TOP/tests/blockdev.list"
+	compile_list "$TOP/tests/tools" "$TOP/tests/tools/tools.list"
 	for src in "$TOP"/tests/selftest/*.c; do
-		name=$(basename "$src" .c)
-		compile "selftest_$name" "$src"
+		compile "selftest_$(basename "$src" .c)" "$src"
 	done
 }
 
@@ -73,9 +78,9 @@ main() {
 	compile_tests
 	write_list >"$OUT/initramfs.list"
 	BUSYBOX=$BUSYBOX INITRAMFS_DIR=$TOP/initramfs TESTS_DIR=$TOP/tests \
-		"$OUT/gen_init_cpio" "$OUT/initramfs.list" >"$OUT/initramfs.cpio.tmp"
-	mv "$OUT/initramfs.cpio.tmp" "$OUT/initramfs.cpio"
-	log "initramfs: $OUT/initramfs.cpio ($(find "$OUT/tests" -type f | wc -l) test programs)"
+		"$OUT/gen_init_cpio" "$OUT/initramfs.list" >"$INITRD.tmp"
+	mv "$INITRD.tmp" "$INITRD"
+	log "initramfs: $INITRD ($(find "$OUT/tests" -type f | wc -l) test programs)"
 }
 
 main "$@"

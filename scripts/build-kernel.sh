@@ -20,16 +20,11 @@ build_status() {
 
 main() {
 	help_if_asked "$@"
-	[ $# -eq 2 ] || die "usage: build-kernel.sh patched|pristine FLAVOR"
-	local tree=$1 flavor=$2 src out cc=gcc jobs start ticker
-	case $tree in
-	patched) src=$PATCHED_SRC ;;
-	pristine) src=$PRISTINE_SRC ;;
-	*) die "unknown tree '$tree' (patched or pristine)" ;;
-	esac
+	tree_flavor_args "build-kernel.sh patched|pristine FLAVOR" "$@"
+	local tree=$TREE flavor=$FLAVOR src=$SRC_DIR/$TREE out cc=gcc jobs start ticker
 	need_cmd make gcc bison flex bc
 	need_file "$src/Makefile" "run 'make source' first"
-	out=$BUILD/kernel/$tree-$flavor
+	out=$(kernel_dir "$tree" "$flavor")
 	mkdir -p "$out"
 	"$TOP/scripts/kernel-config.sh" "$src" "$out" "$flavor"
 	command -v ccache >/dev/null && cc="ccache gcc"
@@ -47,7 +42,7 @@ main() {
 		make -s -C "$src" O="$out" ARCH=x86_64 CC="$cc" -j"$jobs" bzImage
 	kill "$ticker" 2>/dev/null || true
 	find "$out" -name '*.o' | wc -l >"$out/.objects-total"
-	log "kernel: $out/arch/x86/boot/bzImage ($(duration $((SECONDS - start))), $(cat "$out/.objects-total") objects)"
+	log "kernel: $(kernel_image "$tree" "$flavor") ($(duration $((SECONDS - start))), $(cat "$out/.objects-total") objects)"
 }
 
 main "$@"

@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
-# crash-test.sh BZIMAGE - crash consistency of RWF_UNCACHED writes on the
-# filesystems of scripts/disks.list. Each round, on fresh disks:
-#   boot 1  the guest tool uncached_crash (tests/uncached_crash.c) writes,
-#           overwrites and syncs (fsync, fdatasync, RWF_DSYNC) files with
-#           uncached writes on each filesystem in turn; every writer but
-#           the last leaves a process writing unsynced data behind, and the
-#           last cuts power (sysrq 'b': a reboot without sync, which ends
-#           QEMU) while uncached writeback is in flight. Every writer must
-#           report its synced files, and the console must show the cut;
+# crash-test.sh TREE FLAVOR - crash consistency of RWF_UNCACHED writes on the
+# filesystems of scripts/disks.list, on build/kernel/TREE-FLAVOR (make
+# crash-test: patched test). Each round, on fresh disks:
+#   boot 1  the guest tool uncached_crash (tests/tools/uncached_crash.c)
+#           writes, overwrites and syncs (fsync, fdatasync, RWF_DSYNC)
+#           files with uncached writes on each filesystem in turn; every
+#           writer but the last leaves a process writing unsynced data
+#           behind, and the last cuts power (sysrq 'b': a reboot without
+#           sync, which ends QEMU) while uncached writeback is in flight.
+#           Every writer must report its synced files, and the console
+#           must show the cut;
 #   boot 2  on the same disks: mounting replays the journals, then
 #           'uncached_crash verify' on each filesystem must exit 0: every
 #           synced file has exactly the size and bytes of its last synced
 #           state, every other file reads to its end without an I/O error;
 #   host    after boot 2 unmounted them, every image passes its read-only
-#           check (scripts/fsck.list), neither boot's console holds a
-#           kernel splat (initramfs/splat-patterns), and both guests had
-#           the CPUs and memory they were given (check_guest_resources).
+#           check (scripts/fsck.list); and both boots pass the checks of
+#           every guest (check_guest in verdict.sh: no timeout, reached
+#           /init, had the CPUs and memory given, no kernel splat).
 # The filesystem cut in the middle of its writes rotates from round to
 # round (the last of the list in round 1). The cut loses what the guest
 # had not yet sent to its disks; what it had sent, QEMU completes (the
@@ -23,24 +25,18 @@
 # write cache is not simulated.
 # Environment: CRASH_SEED (0..4294967295; default random; round N uses
 # SEED + N - 1), CRASH_ROUNDS (1), QEMU_TIMEOUT (seconds per boot, 900),
-# QEMU_MEM (1G). Results: build/results/crash/round-N/: boot1/, boot2/
-# (run-qemu.sh's logs), verify-FS.tap, fsck-FS.log, and disks/ (removed
-# when the round passed). Prints a summary per filesystem; exits non-zero
-# on any failure.
+# QEMU_MEM (1G), QEMU_SMP (2). Results: build/results/crash/round-N/:
+# boot1/, boot2/ (run-qemu.sh's logs), verify-FS.tap, fsck-FS.log, and
+# disks/ (removed when the round passed). Prints a summary per filesystem;
+# exits non-zero on any failure.
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/verdict.sh"
 
 OUT=$RESULTS/crash
-INITRD=$BUILD/initramfs/initramfs.cpio
-TIMEOUT=${QEMU_TIMEOUT:-900}
-MEM=${QEMU_MEM:-1G}
-FAILURES=()
+GUEST_TIMEOUT=900
+GUEST_MEM=1G
+USAGE="crash-test.sh TREE FLAVOR"
 declare -A WROTE VERIFIED CHECKED REPLAY
-
-fail() {
-	FAILURES+=("round $ROUND: $*")
-	log "FAIL: $*"
-}
 
 fsck_command() {
 	list_entries "$TOP/scripts/fsck.list" |
@@ -49,24 +45,12 @@ fsck_command() {
 
 # boot DIR CMD DONE: boot on the round's disks running CMD, a line per
 # writer or verifier that finishes (DONE of the run's steps before this
-# boot); prints the seconds.
+# boot); sets BOOT_SECS to the seconds it took.
 boot() {
-	local dir=$1 start=$SECONDS qemu rc=0
-	"$TOP/scripts/run-qemu.sh" --kernel "$KERNEL" --initrd "$INITRD" \
-		--results "$dir" --disks "$DISKS" --fs "$FSLIST" --mode cmd \
-		--cmd "$2" --timeout "$TIMEOUT" --mem "$MEM" \
-		</dev/null >"$dir.out" 2>&1 &
-	qemu=$!
-	follow_guest "$dir/console.log" "$qemu" "$STEPS" "$3"
-	wait "$qemu" || rc=$?
-	[ $rc = 0 ] || die "could not run QEMU (see $dir.out)"
-	echo $((SECONDS - start))
-}
-
-# cmd_exit DIR: the exit status the guest sent for its command, if any.
-cmd_exit() {
-	sed -n "s/^uncached-cmd-exit \([0-9]*\) nonce=$(cat "$1/nonce")\$/\1/p" \
-		"$1/channel.log"
+	local start=$SECONDS
+	watch_guest "$STEPS" "$3" "$1.out" "$KERNEL" "$1" \
+		--disks "$DISKS" --fs "$FSLIST" --mode cmd --cmd "$2"
+	BOOT_SECS=$((SECONDS - start))
 }
 
 # console DIR: the boot's console log without carriage returns.
@@ -79,16 +63,11 @@ line_no() {
 	console "$1" | grep -n -m1 -E "$2" | cut -d: -f1 | grep . || echo 0
 }
 
+# check_boot DIR WHAT: the checks of every guest (verdict.sh), the boot
+# having reached /init; failures say "round N: WHAT: ...".
 check_boot() {
-	local dir=$1 what=$2 splats resources
-	[ "$(cat "$dir/qemu.status")" != 124 ] ||
-		fail "$what: QEMU was killed after ${TIMEOUT}s (a hang?)"
-	grep -qx "uncached-boot nonce=$(cat "$dir/nonce")" "$dir/channel.log" ||
-		fail "$what: the guest never reached /init"
-	resources=$(check_guest_resources "$dir") || fail "$what: $resources"
-	splats=$(console_splats "$dir/console.log")
-	[ -z "$splats" ] ||
-		fail "$what: kernel splat: $(head -n 1 <<<"$splats" | sed 's/^\[[^]]*\] //')"
+	FAIL_CONTEXT="round $ROUND: $2"
+	check_guest "$1" uncached-boot
 }
 
 # The writers of boot 1 ran and the last one cut power.
@@ -100,13 +79,13 @@ check_write() {
 		[ -n "${WROTE[$fs]}" ] || fail "$fs: the writer did not finish its synced files"
 	done
 	errors=$(console "$dir" | grep -E '^crash-write: .*: error: |^Bail out!' | head -n 3 || true)
-	[ -z "$errors" ] || fail "boot 1: writer error: $errors"
-	rc=$(cmd_exit "$dir")
-	[ -z "$rc" ] || fail "boot 1: the writers ended (status $rc) instead of cutting power"
+	[ -z "$errors" ] || fail "writer error: $errors"
+	rc=$(guest_cmd_exit "$dir")
+	[ -z "$rc" ] || fail "the writers ended (status $rc) instead of cutting power"
 	cut=$(line_no "$dir" "^crash-write: /mnt/$last: cutting power")
 	reset=$(line_no "$dir" 'sysrq: Resetting')
 	if [ "$cut" = 0 ] || [ "$reset" -le "$cut" ]; then
-		fail "boot 1: no power cut during the writes on $last"
+		fail "no power cut during the writes on $last"
 	fi
 }
 
@@ -127,8 +106,8 @@ verify_tap() {
 check_verify() {
 	local dir=$1 fs rc dev tap
 	check_boot "$dir" "boot 2"
-	rc=$(cmd_exit "$dir")
-	[ "$rc" = 0 ] || fail "boot 2: verify exit status '${rc:-none reported}'"
+	rc=$(guest_cmd_exit "$dir")
+	[ "$rc" = 0 ] || fail "verify exit status '${rc:-none reported}'"
 	for fs in $FSLIST; do
 		dev=$(fs_device "$dir" "$fs")
 		[ -n "$dev" ] || fail "$fs: did not mount after the power cut"
@@ -145,6 +124,7 @@ check_verify() {
 # The images after boot 2, with the read-only checks of scripts/fsck.list.
 check_images() {
 	local round_dir=$1 fs cmd rc
+	FAIL_CONTEXT="round $ROUND: host"
 	for fs in $FSLIST; do
 		cmd=$(fsck_command "$fs")
 		rc=0
@@ -199,15 +179,22 @@ run_round() {
 	# shellcheck disable=SC2086
 	"$TOP/scripts/make-disks.sh" "$DISKS" $FSLIST >/dev/null
 	before=$(((ROUND - 1) * 2 * nfs))
-	t1=$(boot "$dir/boot1" "$(write_cmd "$seed")" "$before")
+	boot "$dir/boot1" "$(write_cmd "$seed")" "$before"
+	t1=$BOOT_SECS
 	check_write "$dir/boot1"
-	t2=$(boot "$dir/boot2" "$(verify_cmd "$seed")" $((before + nfs)))
+	boot "$dir/boot2" "$(verify_cmd "$seed")" $((before + nfs))
+	t2=$BOOT_SECS
 	check_verify "$dir/boot2"
 	check_images "$dir"
 	record_times crash boot1 "$t1" boot2 "$t2"
 	echo "round $ROUND/$ROUNDS, seed $seed: boot 1 (write, cut during ${ORDER##* }) ${t1}s, boot 2 (verify) ${t2}s, total $((SECONDS - start))s"
 	summary
-	[ ${#FAILURES[@]} != "$nfail" ] || rm -rf "$DISKS"
+	if [ ${#FAILURES[@]} = "$nfail" ]; then
+		rm -rf "$DISKS"
+	else
+		printf 'FAIL: %s\n' "${FAILURES[@]:nfail}" >&2
+	fi
+	FAIL_CONTEXT=
 }
 
 parse_env() {
@@ -217,17 +204,15 @@ parse_env() {
 		die "CRASH_SEED must be a number from 0 to 4294967295, not '$SEED'"
 	fi
 	[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "CRASH_ROUNDS must be a positive number, not '$ROUNDS'"
-	[[ $TIMEOUT =~ ^[0-9]+$ ]] || die "QEMU_TIMEOUT must be seconds, not '$TIMEOUT'"
 }
 
 main() {
 	help_if_asked "$@"
-	[ $# -eq 1 ] || die "usage: crash-test.sh BZIMAGE"
-	KERNEL=$1
-	need_file "$KERNEL" "run 'make kernel' first"
+	tree_flavor_args "$USAGE" "$@"
+	KERNEL=$(built_kernel "$TREE" "$FLAVOR")
 	need_file "$INITRD" "run 'make initramfs' first"
 	parse_env
-	FSLIST=$(list_entries "$TOP/scripts/disks.list" | awk '{print $1}' | paste -s -d ' ')
+	FSLIST=$(all_filesystems)
 	local fs secs guessed
 	for fs in $FSLIST; do
 		[ -n "$(fsck_command "$fs")" ] || die "scripts/fsck.list has no check for $fs"
@@ -241,8 +226,7 @@ main() {
 	for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
 		run_round $(((SEED + ROUND - 1) % 4294967296))
 	done
-	if [ ${#FAILURES[@]} -gt 0 ]; then
-		printf 'FAIL: %s\n' "${FAILURES[@]}" >&2
+	if ! report_failures; then
 		echo "crash-test: FAILED (${#FAILURES[@]} failure(s) in $ROUNDS round(s), seed $SEED; logs: $OUT)"
 		return 1
 	fi

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# demo.sh - make demo: about 3 minutes on the patched kernel. Boots a small
-# guest, reads a file larger than its memory with buffered reads and then
+# demo.sh [TREE FLAVOR] - make demo (patched perf): about 3 minutes.
+# Boots a small guest, reads a file larger than its memory with buffered reads and then
 # with RWF_UNCACHED, shows the per-second table (MB/s, page cache, kswapd
 # CPU) and cachestat of the file after each, the CPUs and memory the guest
 # had (it fails unless they are those it was given: check_guest_resources
-# in lib.sh), and ends with a side-by-side summary. Builds nothing; uses
-# build/kernel/patched-perf when it exists, else the debug kernel
-# build/kernel/patched-test.
+# in lib.sh), and ends with a side-by-side summary. Builds nothing; runs
+# build/kernel/TREE-FLAVOR; without arguments the patched perf kernel when
+# it exists, else the patched debug kernel (test).
 # Environment: DEMO_KERNEL (bzImage), DEMO_MEM (512M), DEMO_SMP (2),
 # DEMO_SECONDS (60 per read), DEMO_FILE (3 x DEMO_MEM).
 # Logs: build/demo/console.log, channel.log.
@@ -18,19 +18,25 @@ DEMO_SMP=${DEMO_SMP:-2}
 DEMO_SECONDS=${DEMO_SECONDS:-60}
 OUT=$BUILD/demo
 
+# pick_kernel [TREE FLAVOR]: set KERNEL and KIND (what it is, in words).
+# Without arguments: patched perf when it is built, else patched test.
 pick_kernel() {
-	local perf=$BUILD/kernel/patched-perf/arch/x86/boot/bzImage
-	local test=$BUILD/kernel/patched-test/arch/x86/boot/bzImage
 	if [ -n "${DEMO_KERNEL:-}" ]; then
 		need_file "$DEMO_KERNEL" "DEMO_KERNEL names it"
 		KERNEL=$DEMO_KERNEL KIND="the kernel given by DEMO_KERNEL"
-	elif [ -e "$perf" ]; then
-		KERNEL=$perf KIND="the patched performance kernel (no debug options)"
-	elif [ -e "$test" ]; then
-		KERNEL=$test KIND="the patched DEBUG kernel (KASAN, lockdep: several times slower than the performance kernel, which is not built; 'make kernel FLAVOR=perf' builds it)"
-	else
-		die "no patched kernel: run 'make kernel FLAVOR=perf' (or 'make kernel') first"
+		return
 	fi
+	if [ $# = 0 ]; then
+		set -- patched perf
+		[ -e "$(kernel_image patched perf)" ] || set -- patched test
+	fi
+	tree_flavor_args "demo.sh [TREE FLAVOR]" "$@"
+	KERNEL=$(built_kernel "$TREE" "$FLAVOR")
+	case $FLAVOR in
+	perf) KIND="the $TREE performance kernel (no debug options)" ;;
+	test) KIND="the $TREE DEBUG kernel (KASAN, lockdep: several times slower than the performance kernel; 'make kernel FLAVOR=perf' builds that)" ;;
+	*) KIND="the $TREE $FLAVOR kernel" ;;
+	esac
 }
 
 check_settings() {
@@ -45,13 +51,13 @@ check_settings() {
 	FILE_MIB=${FILE_MIB%M}
 	[ "$FILE_MIB" -gt "$mem_mib" ] || log "warning: DEMO_FILE is not larger than DEMO_MEM: the page cache will not fill"
 	[ "$FILE_MIB" -le 6144 ] || die "DEMO_FILE must fit the 8G ext4 disk (6144M at most)"
-	need_file "$BUILD/initramfs/initramfs.cpio" "run 'make initramfs' first"
+	need_file "$INITRD" "run 'make initramfs' first"
 }
 
 guest_cmd() {
 	printf 'DEMO_SECONDS=%s\nDEMO_FILESIZE=%sM\nDEMO_FILESIZE_MB=%s\n' \
 		"$DEMO_SECONDS" "$FILE_MIB" "$FILE_MIB"
-	cat "$TOP/scripts/bench-guest.sh" "$TOP/scripts/demo-guest.sh"
+	cat "$TOP/initramfs/bench-guest.sh" "$TOP/initramfs/demo-guest.sh"
 }
 
 # show: the demo's own lines of the console (CR LF), as they come.
@@ -64,17 +70,16 @@ main() {
 	help_if_asked "$@"
 	local resources
 	need_cmd qemu-system-x86_64 python3 mkfs.ext4
-	pick_kernel
+	[ $# = 0 ] || [ $# = 2 ] || die "usage: demo.sh [TREE FLAVOR]"
+	pick_kernel "$@"
 	check_settings
 	mkdir -p "$OUT"
 	echo "make demo: how RWF_UNCACHED keeps a big sequential read from filling memory."
 	echo "Kernel: $KERNEL,"
 	echo "  $KIND."
 	echo "Booting a guest with $DEMO_MEM of memory and $DEMO_SMP CPUs (about $((DEMO_SECONDS * 2 / 60 + 1)) minutes)..."
-	DISKS_LIST=$TOP/scripts/bench-disks.list "$TOP/scripts/run-qemu.sh" \
-		--kernel "$KERNEL" --initrd "$BUILD/initramfs/initramfs.cpio" \
-		--results "$OUT" --mode cmd --cmd "$(guest_cmd)" --fs ext4 \
-		--mem "$DEMO_MEM" --smp "$DEMO_SMP" --timeout $((DEMO_SECONDS * 4 + 300)) \
+	DISKS_LIST=$TOP/scripts/bench-disks.list run_guest "$KERNEL" "$OUT" \
+		--mode cmd --cmd "$(guest_cmd)" --fs ext4 --mem "$DEMO_MEM" --smp "$DEMO_SMP" --timeout $((DEMO_SECONDS * 4 + 300)) \
 		</dev/null | show
 	rm -rf "$OUT/disks"
 	resources=$(check_guest_resources "$OUT") ||

@@ -1,28 +1,32 @@
 #!/usr/bin/env bash
-# harness-selftest.sh BZIMAGE - prove that the verdict logic of
-# 'make qemu-test' can fail: boot the kernel once per case of
+# harness-selftest.sh TREE FLAVOR - prove that the verdict logic of
+# 'make qemu-test' can fail: boot build/kernel/TREE-FLAVOR (make
+# harness-selftest: patched test) once per case of
 # scripts/harness-selftest.list (a failing test, an incomplete plan, a
 # WARNING, a panic, a hang, a guest that never sends its verdict, a guest
 # with fewer online CPUs than given, and one good run that must pass) and
 # check what verdict.sh reports for each.
+# Environment: SELFTEST_HANG_TIMEOUT (seconds of the hang case, 90);
+# QEMU_TIMEOUT (the others, 900), QEMU_MEM as for qemu-test; always 2
+# CPUs (the cpus case expects "2 given").
 # Logs: build/results/selftest/CASE/.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 DIR=$RESULTS/selftest
+GUEST_TIMEOUT=900
 HANG_TIMEOUT=${SELFTEST_HANG_TIMEOUT:-90}
+USAGE="harness-selftest.sh TREE FLAVOR"
 
 # run_case NAME TEST FAULT EXPECT: 0 when the verdict is as expected.
 run_case() {
-	local name=$1 test=$2 fault=$3 expect=$4 dir=$DIR/$1 timeout=900 report rc=0
+	local name=$1 test=$2 fault=$3 expect=$4 dir=$DIR/$1 hang=() report rc=0
 	[ "$fault" = none ] && fault=
-	[ "$fault" = hang ] && timeout=$HANG_TIMEOUT
+	[ "$fault" != hang ] || hang=(--timeout "$HANG_TIMEOUT")
 	mkdir -p "$DIR"
 	printf '%s\tselftest\t120\n' "$test" >"$DIR/$name.list"
-	"$TOP/scripts/run-qemu.sh" --kernel "$KERNEL" \
-		--initrd "$BUILD/initramfs/initramfs.cpio" --results "$dir" \
-		--fs ext4 --tests-list "$DIR/$name.list" --selftest "$fault" \
-		--timeout "$timeout" >"$DIR/$name.run.log" 2>&1 ||
+	run_guest "$KERNEL" "$dir" --fs ext4 --tests-list "$DIR/$name.list" \
+		--selftest "$fault" --smp 2 "${hang[@]}" >"$DIR/$name.run.log" 2>&1 </dev/null ||
 		die "$name: could not run QEMU (see $DIR/$name.run.log)"
 	report=$("$TOP/scripts/verdict.sh" "$dir" ext4 1 2>&1) || rc=$?
 	printf '%s\n' "$report" >"$DIR/$name.verdict"
@@ -42,9 +46,8 @@ run_case() {
 
 main() {
 	help_if_asked "$@"
-	[ $# -eq 1 ] || die "usage: harness-selftest.sh BZIMAGE"
-	KERNEL=$1
-	need_file "$KERNEL" "run 'make kernel' first"
+	tree_flavor_args "$USAGE" "$@"
+	KERNEL=$(built_kernel "$TREE" "$FLAVOR")
 	local name test fault expect passed=0 failed=0
 	rm -rf "$DIR"
 	while read -r name test fault expect; do

@@ -72,17 +72,6 @@ every() {
 	done
 }
 
-# The block-device target: the raw disks of scripts/devices.list (the first
-# one's name names the target) and the tests of tests/blockdev.list.
-DEVICES_LIST=$TOP/scripts/devices.list
-device_target() {
-	list_entries "$DEVICES_LIST" | awk 'NR == 1 {print $1}'
-}
-
-raw_disk_names() {
-	list_entries "$DEVICES_LIST" | awk '{print $1}' | paste -s -d ' '
-}
-
 # qemu_disk_args IMG NAME - the QEMU arguments that attach the image IMG as
 # an NVMe disk with serial NAME (the guest mounts it on /mnt/NAME).
 qemu_disk_args() {
@@ -102,7 +91,12 @@ pinned_linux_version() {
 	list_entries "$TOP/scripts/linux-source.version"
 }
 
-# Paths shared by several scripts.
+# first_words FILE: the first column of a list file, one per line.
+first_words() {
+	list_entries "$1" | awk '{print $1}'
+}
+
+# Paths and defaults shared by the scripts (the only place they are spelled).
 SRC_DIR=$BUILD/src
 # shellcheck disable=SC2034 # used by the scripts that source this file
 PRISTINE_SRC=$SRC_DIR/pristine
@@ -111,6 +105,101 @@ PATCHED_SRC=$SRC_DIR/patched
 # shellcheck disable=SC2034 # likewise
 RESULTS=$BUILD/results
 TIMES=$BUILD/times	# KIND.list: "STEP SECONDS" of earlier runs, for estimates
+INITRD=$BUILD/initramfs/initramfs.cpio	# scripts/build-initramfs.sh
+DISKS_FILE=$TOP/scripts/disks.list	# the filesystems under test
+# the block-device target: its raw disks (the first one's name names the
+# target) and its tests
+DEVICES_FILE=$TOP/scripts/devices.list
+# shellcheck disable=SC2034 # read by qemu-test.sh and qemu-baseline.sh
+DEVICE_TESTS_FILE=$TOP/tests/blockdev.list
+# The limits of a guest: each script may set its own before run_guest;
+# QEMU_TIMEOUT, QEMU_MEM and QEMU_SMP, when set, win over all of them.
+GUEST_TIMEOUT=1800	# seconds
+GUEST_MEM=384M		# uncached_memory_pressure needs a guest with little RAM
+GUEST_SMP=2
+
+# all_filesystems: the filesystems of scripts/disks.list, on one line.
+all_filesystems() {
+	first_words "$DISKS_FILE" | paste -s -d ' '
+}
+
+# device_target: the name of the block-device target ("blockdev").
+device_target() {
+	first_words "$DEVICES_FILE" | head -n 1
+}
+
+# raw_disk_names: the serials of its disks, which /init does not mount.
+raw_disk_names() {
+	first_words "$DEVICES_FILE" | paste -s -d ' '
+}
+
+# kernel_tree TREE: fail unless TREE names a kernel tree.
+kernel_tree() {
+	case $1 in
+	patched | pristine) ;;
+	*) die "unknown kernel tree '$1' (patched: the series applied, pristine: 6.12 as Debian ships it)" ;;
+	esac
+}
+
+# kernel_dir TREE FLAVOR: where 'scripts/build-kernel.sh TREE FLAVOR'
+# builds; kernel_image TREE FLAVOR: the bzImage it builds.
+kernel_dir() {
+	kernel_tree "$1"
+	echo "$BUILD/kernel/$1-$2"
+}
+
+kernel_image() {
+	echo "$(kernel_dir "$1" "$2")/arch/x86/boot/bzImage"
+}
+
+# built_kernel TREE FLAVOR: kernel_image, failing when it is not built.
+built_kernel() {
+	local image
+	image=$(kernel_image "$1" "$2")
+	need_file "$image" "build it first ('make kernel TREE=$1 FLAVOR=$2')"
+	echo "$image"
+}
+
+# tree_flavor_args USAGE ARGS...: set TREE and FLAVOR from the arguments
+# "TREE FLAVOR" of a script; any other count dies with USAGE.
+tree_flavor_args() {
+	[ $# -eq 3 ] || die "usage: $1"
+	kernel_tree "$2"
+	# shellcheck disable=SC2034 # read by the scripts that call it
+	TREE=$2 FLAVOR=$3
+}
+
+# run_guest KERNEL DIR ARGS...: scripts/run-qemu.sh on KERNEL with the test
+# initramfs, results in DIR, the guest limits (GUEST_*, or QEMU_* from the
+# environment) and then ARGS (a later option wins over an earlier one).
+run_guest() {
+	local kernel=$1 dir=$2
+	shift 2
+	need_file "$INITRD" "run 'make initramfs' first"
+	"$TOP/scripts/run-qemu.sh" --kernel "$kernel" --initrd "$INITRD" --results "$dir" \
+		--timeout "${QEMU_TIMEOUT:-$GUEST_TIMEOUT}" --mem "${QEMU_MEM:-$GUEST_MEM}" \
+		--smp "${QEMU_SMP:-$GUEST_SMP}" "$@"
+}
+
+# watch_guest TOTAL DONE OUT KERNEL DIR ARGS...: run_guest in the
+# background, its own output to the file OUT (- for stderr), with a line
+# per step the guest finishes (follow_guest: steps DONE + 1.. of TOTAL);
+# dies when QEMU could not run.
+watch_guest() {
+	local total=$1 done=$2 out=$3 dir=$5 qemu rc=0 see=
+	shift 3
+	rm -f "$dir/console.log"
+	if [ "$out" = - ]; then
+		run_guest "$@" </dev/null >&2 &
+	else
+		run_guest "$@" </dev/null >"$out" 2>&1 &
+		see=" (see $out)"
+	fi
+	qemu=$!
+	follow_guest "$dir/console.log" "$qemu" "$total" "$done"
+	wait "$qemu" || rc=$?
+	[ $rc = 0 ] || die "could not run QEMU$see"
+}
 
 # step_line N TOTAL STEP RESULT SECS: "[7/48] xfs uncached_mmap ... ok (12 s)"
 step_line() {
@@ -121,9 +210,9 @@ step_line() {
 # line per step it finishes, numbered from DONE + 1 of TOTAL, with the
 # time the step took (from the runner's kernel-log markers, else since the
 # previous step), and pass /init's lines and kernel splats through. Steps:
-#   run-tests: FS TEST: VERDICT                     (initramfs/run-tests)
-#   crash-write: /mnt/FS: synced ...                (tests/uncached_crash.c)
-#   crash-verify: FS: exit status N                 (scripts/crash-test.sh)
+#   run-tests: FS TEST: VERDICT        (initramfs/run-tests)
+#   crash-write: /mnt/FS: synced ...   (tests/tools/uncached_crash.c)
+#   crash-verify: FS: exit status N    (scripts/crash-test.sh)
 guest_progress() {
 	local total=$1 n=$2 line last=$SECONDS step result secs
 	local -A begun=() took=()
@@ -269,6 +358,14 @@ guest_value() {
 					v = substr($i, length(key) + 1)
 		}
 		END { print v }' "$1/channel.log" 2>/dev/null || true
+}
+
+# guest_cmd_exit DIR: the exit status the guest sent for its command
+# (run-qemu.sh --mode cmd), empty when it sent none.
+guest_cmd_exit() {
+	local nonce
+	nonce=$(cat "$1/nonce" 2>/dev/null) || return 0
+	sed -n "s/^uncached-cmd-exit \([0-9]*\) nonce=$nonce\$/\1/p" "$1/channel.log" 2>/dev/null || true
 }
 
 # given_value DIR KEY: what run-qemu.sh gave the guest (DIR/resources).

@@ -2,11 +2,12 @@
 # lint.sh - make lint (also the first step of make qemu-test): in seconds,
 #   - shellcheck, every severity, on every shell script of the harness
 #     (scripts/*.sh, scripts/quilt, initramfs/init, initramfs/run-tests,
-#     .ci/run): no finding at all. A finding that must stay is disabled on
+#     the guest commands initramfs/*.sh, .ci/run): no finding at all. A finding that must stay is disabled on
 #     its line with '# shellcheck disable=SCnnnn # why';
 #   - the kernel's checkpatch.pl (build/src/pristine/scripts/checkpatch.pl
 #     --no-tree -f, from 'make source') on the guest C files (tests/*.c,
-#     tests/*.h, tests/selftest/*.c): no error (-v lists the warnings).
+#     tests/*.h, tests/tools/*.c, tests/selftest/*.c): no error (-v lists
+#     the warnings).
 # Exits non-zero on any finding, listing them.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -15,11 +16,13 @@ CHECKPATCH=$PRISTINE_SRC/scripts/checkpatch.pl
 
 shell_scripts() {
 	printf '%s\n' "$TOP"/scripts/*.sh "$TOP/scripts/quilt" \
-		"$TOP/initramfs/init" "$TOP/initramfs/run-tests" "$TOP/.ci/run"
+		"$TOP/initramfs/init" "$TOP/initramfs/run-tests" "$TOP"/initramfs/*.sh \
+		"$TOP/.ci/run"
 }
 
 c_files() {
-	printf '%s\n' "$TOP"/tests/*.c "$TOP"/tests/*.h "$TOP"/tests/selftest/*.c
+	printf '%s\n' "$TOP"/tests/*.c "$TOP"/tests/*.h "$TOP"/tests/tools/*.c \
+		"$TOP"/tests/selftest/*.c
 }
 
 # run_shellcheck: 0 when shellcheck finds nothing; lists the findings.

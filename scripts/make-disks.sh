@@ -7,7 +7,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-DISKS_LIST=${DISKS_LIST:-$TOP/scripts/disks.list}
+DISKS_LIST=${DISKS_LIST:-$DISKS_FILE}
 
 disk_line() {
 	list_entries "$DISKS_LIST" | awk -v fs="$1" '$1 == fs'
@@ -36,7 +36,7 @@ main() {
 	local dir=$1 fs fslist
 	shift
 	fslist=("$@")
-	[ $# -gt 0 ] || mapfile -t fslist < <(list_entries "$DISKS_LIST" | awk '{print $1}')
+	[ $# -gt 0 ] || mapfile -t fslist < <(first_words "$DISKS_LIST")
 	mkdir -p "$dir"
 	for fs in "${fslist[@]}"; do
 		make_disk "$dir" "$fs"

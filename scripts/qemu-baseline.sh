@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# qemu-baseline.sh [--judge DIR] - prove that the tests test the series:
-# boot the pristine 6.12 test kernel (build/kernel/pristine-test, built by
-# 'make kernel SERIES=none') with the normal test initramfs (built against
-# the patched headers) and tests/tests.list (tests/blockdev.list on the
+# qemu-baseline.sh TREE FLAVOR | --judge DIR - prove that the tests test
+# the series: boot build/kernel/TREE-FLAVOR (make qemu-baseline: pristine
+# test, the 6.12 kernel without the series, built by 'make kernel
+# TREE=pristine') with the normal test initramfs (built against the
+# patched headers) and tests/tests.list (tests/blockdev.list on the
 # block-device target), and check on every filesystem and that target
 # that
 #   - every test of kind "feature" fails, and its output up to its first
@@ -10,20 +11,20 @@
 #     supported"), the kernel's answer to an unknown RWF_ flag; a test
 #     killed by its timeout or failed by a kernel splat does not count;
 #   - every test of kind "integrity" passes;
-# and, as verdict.sh checks for 'make qemu-test', that the guest sent its
-# done signal with this run's nonce, had the CPUs and memory it was given,
-# QEMU was not killed by the timeout, every TAP file has its full plan and
-# the console holds no kernel splat.
+# and, with the checks of verdict.sh that 'make qemu-test' passes too
+# (check_guest, check_tap), that the guest sent its done signal with this
+# run's nonce, had the CPUs and memory it was given, QEMU was not killed by
+# the timeout, every TAP file has its full plan and the console holds no
+# kernel splat.
 # Prints a table (test x filesystem) and exits 0 only if the baseline
-# behaves exactly like that. Results: build/results/baseline/ (table in
-# baseline.txt). --judge DIR judges an earlier run's results instead.
+# behaves exactly like that (on the patched kernel it must fail). Results:
+# build/results/baseline/ (table in baseline.txt). --judge DIR judges an
+# earlier run's results instead.
 set -euo pipefail
 . "$(dirname "$0")/qemu-test.sh"
-. "$TOP/scripts/verdict.sh"
 
 EOP_RE='EOPNOTSUPP|Operation not supported'
-
-usage() { die "usage: qemu-baseline.sh [--judge RESULTS-DIR]"; }
+USAGE="qemu-baseline.sh TREE FLAVOR | --judge RESULTS-DIR"
 
 # tap_tests FILE: one line per test of a runner TAP file,
 # "NAME STATUS EOP REASON": STATUS ok, skip or notok; EOP yes when the
@@ -67,15 +68,6 @@ judge() {
 	esac
 }
 
-# check_tap FS FILE NTESTS: the TAP file exists with its full plan.
-check_tap() {
-	local plan results rest
-	[ -s "$2" ] || { fail "$1: no TAP results"; return 1; }
-	read -r plan results rest < <(tap_counts "$2")
-	[ "$plan" = "$3" ] || fail "$1: TAP plan is 1..$plan, expected 1..$3"
-	[ "$results" = "$plan" ] || fail "$1: incomplete TAP: $results of $plan results"
-}
-
 # table DIR FS-LIST LIST: one row per test of the list file LIST, one column
 # per target of FS-LIST; records a failure for every cell that is not as
 # expected.
@@ -106,27 +98,26 @@ table() {
 
 main() {
 	help_if_asked "$@"
-	local dir=$RESULTS/baseline fslist dev
-	case $# in
-	0) ;;
-	2) [ "$1" = --judge ] || usage; dir=$2 ;;
-	*) usage ;;
-	esac
+	local dir=$RESULTS/baseline fslist dev kernel
+	if [ "${1:-}" = --judge ]; then
+		[ $# -eq 2 ] || die "usage: $USAGE"
+		dir=$2
+	else
+		tree_flavor_args "$USAGE" "$@"
+		kernel=$(built_kernel "$TREE" "$FLAVOR")
+		run_suite "$kernel" "$dir"
+	fi
 	fslist=$(suite_fslist)
 	dev=$(suite_device)
-	[ $# = 2 ] || run_suite pristine "$dir"
-	need_file "$dir/nonce" "not a run-qemu.sh results directory"
-	check_guest_verdict "$dir"
-	check_splats "$dir/console.log"
+	check_guest "$dir" uncached-done
 	{
 		table "$dir" "$fslist" "$TOP/tests/tests.list"
 		echo
-		table "$dir" "$dev" "$DEVICE_TESTS"
+		table "$dir" "$dev" "$DEVICE_TESTS_FILE"
 	} >"$dir/baseline.txt"
 	sed -i "s/ *\$//" "$dir/baseline.txt"
 	cat "$dir/baseline.txt"
-	if [ ${#FAILURES[@]} -gt 0 ]; then
-		printf 'FAIL: %s\n' "${FAILURES[@]}"
+	if ! report_failures; then
 		echo "baseline: NOT as expected; see $dir/console.log and $dir/*.tap"
 		return 1
 	fi

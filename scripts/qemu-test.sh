@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# qemu-test.sh [--tests 'NAME...'] [--fs 'FS...'] TREE - boot
-# build/kernel/TREE-test with the test initramfs, run the guest tests on
-# every filesystem and on the block-device target, and judge the run
-# (verdict.sh).
+# qemu-test.sh [--tests 'NAME...'] [--fs 'FS...'] TREE FLAVOR - boot
+# build/kernel/TREE-FLAVOR (make qemu-test: patched test) with the test
+# initramfs, run the guest tests on every filesystem and on the
+# block-device target, and judge the run (verdict.sh).
 #   --tests  only these tests of tests/tests.list and tests/blockdev.list
 #            (make qemu-test TESTS=...)
 #   --fs     only these filesystems of scripts/disks.list and/or the
@@ -11,22 +11,17 @@
 # the full plan of the tests chosen on each target chosen, the done
 # signal, no kernel splat.
 # Results and logs: build/results/qemu-test/ (console.log, FS.tap, summary;
-# tests.list/blockdev.list for a subset of the tests); the other runs keep
-# theirs next to it (stress, crash, baseline, ...).
-# Environment: QEMU_TIMEOUT (seconds, default 1800), QEMU_MEM (default
-# 384M: uncached_memory_pressure needs a guest with little RAM), QEMU_SMP.
-# Sourced (by qemu-baseline.sh), it only defines run_suite and friends.
+# tests.list and blockdev.list for a subset of the tests); the other runs
+# keep theirs next to it (stress, crash, baseline, ...).
+# Environment: QEMU_TIMEOUT, QEMU_MEM, QEMU_SMP (defaults: GUEST_* in
+# lib.sh: 1800 s, 384M, 2).
+# Sourced (by qemu-baseline.sh), it only defines run_suite and friends,
+# and the checks of verdict.sh.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/verdict.sh"
 
 SUITE_TESTS=	# the tests chosen (--tests); empty: all of both lists
 SUITE_FS=	# the targets chosen (--fs); empty: all filesystems and blockdev
-DEVICE_TESTS=$TOP/tests/blockdev.list
-
-# first_words FILE: the first column of a list file, one per line.
-first_words() {
-	list_entries "$1" | awk '{print $1}'
-}
 
 # check_names WHAT VALID NAME...: fail unless every NAME is one of the
 # words VALID (one per line), naming the valid ones.
@@ -48,7 +43,7 @@ chosen() {
 }
 
 # chosen_any LIST WORDS: like chosen, but nothing when WORDS name none of
-# the list's entries (while other lists have them).
+# the list's entries (while the other list has them).
 chosen_any() {
 	[ -z "$2" ] || first_words "$1" | grep -qxF -f <(tr ' ' '\n' <<<"$2") || return 0
 	chosen "$1" "$2"
@@ -60,14 +55,14 @@ suite_tests() {
 }
 
 suite_device_tests() {
-	chosen_any "$DEVICE_TESTS" "$SUITE_TESTS"
+	chosen_any "$DEVICE_TESTS_FILE" "$SUITE_TESTS"
 }
 
 # The filesystems under test (none when no file test is chosen) and the
 # block-device target (when chosen and one of its tests is).
 suite_fslist() {
 	[ -n "$(suite_tests)" ] || return 0
-	chosen "$TOP/scripts/disks.list" "$SUITE_FS" | awk '{print $1}' | paste -s -d ' '
+	chosen "$DISKS_FILE" "$SUITE_FS" | awk '{print $1}' | paste -s -d ' '
 }
 
 suite_device() {
@@ -95,8 +90,9 @@ suite_plans() {
 
 # suite_nruns: the number of test runs (tests x targets).
 suite_nruns() {
-	echo $(($(suite_tests | wc -l) * $(wc -w <<<"$(suite_fslist)") +
-		$( [ -z "$(suite_device)" ] || suite_device_tests | wc -l)))
+	local dev=0
+	[ -z "$(suite_device)" ] || dev=$(suite_device_tests | wc -l)
+	echo $(($(suite_tests | wc -l) * $(wc -w <<<"$(suite_fslist)") + dev))
 }
 
 # choose_subset TESTS FS: check and keep the subset of --tests and --fs.
@@ -104,72 +100,59 @@ choose_subset() {
 	local tests fs
 	read -ra tests <<<"$1"
 	read -ra fs <<<"$2"
-	check_names test "$(first_words "$TOP/tests/tests.list"; first_words "$DEVICE_TESTS")" \
+	check_names test "$(first_words "$TOP/tests/tests.list"; first_words "$DEVICE_TESTS_FILE")" \
 		"${tests[@]}"
-	check_names filesystem "$(first_words "$TOP/scripts/disks.list"; device_target)" "${fs[@]}"
+	check_names filesystem "$(first_words "$DISKS_FILE"; device_target)" "${fs[@]}"
 	SUITE_TESTS=${tests[*]}
 	SUITE_FS=${fs[*]}
 	[ -n "$(suite_targets)" ] ||
 		die "the tests chosen ('$SUITE_TESTS') run on none of the targets chosen ('$SUITE_FS')"
 }
 
-# run_suite TREE DIR: boot TREE-test, run the tests chosen (all of
-# tests/tests.list by default) on the filesystems chosen, and collect the
-# results in DIR (run-qemu.sh). Prints an estimate first (from the times
-# of earlier runs of the same kind, build/times/) and a line per test.
+# run_suite KERNEL DIR: boot KERNEL, run the tests chosen (all of
+# tests/tests.list and tests/blockdev.list by default) on the targets
+# chosen, and collect the results in DIR (run-qemu.sh). Prints an estimate
+# first (from the times of earlier runs of the same kind, build/times/) and
+# a line per test.
 run_suite() {
-	local tree=$1 dir=$2 kernel targets qemu rc=0 list=() sublist=$2.tests.list
-	local kind=${2##*/} devsublist=$2.blockdev.list
-	kernel=$BUILD/kernel/$tree-test/arch/x86/boot/bzImage
-	need_file "$kernel" "build the $tree test kernel first"
-	need_file "$BUILD/initramfs/initramfs.cpio" "run 'make initramfs' first"
+	local kernel=$1 dir=$2 targets list=() kind=${2##*/}
+	local sublist=$2.tests.list devsublist=$2.blockdev.list
 	targets=$(suite_targets)
 	mkdir -p "$dir"
-	rm -f "$dir/console.log"
 	if [ -n "$SUITE_TESTS" ]; then
 		suite_tests >"$sublist"
 		suite_device_tests >"$devsublist"
 		list=(--tests-list "$sublist" --device-tests-list "$devsublist")
 	fi
-	log "booting $tree-test: $(suite_nruns) test runs on $targets," \
+	log "booting ${kernel#"$PWD"/}: $(suite_nruns) test runs on $targets," \
 		"$(estimate_tests "$kind" <(suite_tests) "$(suite_fslist)" \
 			<(suite_device_tests) "$(suite_device)")"
-	"$TOP/scripts/run-qemu.sh" --kernel "$kernel" \
-		--initrd "$BUILD/initramfs/initramfs.cpio" --results "$dir" \
-		--timeout "${QEMU_TIMEOUT:-1800}" --mem "${QEMU_MEM:-384M}" \
-		--smp "${QEMU_SMP:-2}" --fs "${targets:-none}" "${list[@]}" &
-	qemu=$!
-	follow_guest "$dir/console.log" "$qemu" "$(suite_nruns)"
-	wait "$qemu" || rc=$?
+	watch_guest "$(suite_nruns)" 0 - "$kernel" "$dir" --fs "$targets" "${list[@]}"
 	record_test_times "$kind" "$dir/console.log"
 	if [ -n "$SUITE_TESTS" ]; then
 		mv "$sublist" "$dir/tests.list"
 		mv "$devsublist" "$dir/blockdev.list"
 	fi
-	[ $rc = 0 ] || die "could not run QEMU"
 }
 
-usage() {
-	die "usage: qemu-test.sh [--tests 'NAME...'] [--fs 'FS...'] patched|pristine"
-}
+USAGE="qemu-test.sh [--tests 'NAME...'] [--fs 'FS...'] TREE FLAVOR"
 
 main() {
 	help_if_asked "$@"
-	local want_tests='' want_fs=''
-	while [ $# -gt 1 ]; do
+	local want_tests='' want_fs='' dir=$RESULTS/qemu-test kernel
+	while [ $# -gt 2 ]; do
 		case $1 in
 		--tests) want_tests=$2 ;;
 		--fs) want_fs=$2 ;;
-		*) usage ;;
+		*) die "usage: $USAGE" ;;
 		esac
 		shift 2
 	done
-	[ $# -eq 1 ] || usage
-	case $1 in patched|pristine) ;; *) usage ;; esac
+	tree_flavor_args "$USAGE" "$@"
 	choose_subset "$want_tests" "$want_fs"
-	run_suite "$1" "$RESULTS/qemu-test"
-	"$TOP/scripts/verdict.sh" "$RESULTS/qemu-test" "$(suite_targets)" "$(suite_plans)" |
-		tee "$RESULTS/qemu-test/summary"
+	kernel=$(built_kernel "$TREE" "$FLAVOR")
+	run_suite "$kernel" "$dir"
+	judge_tests "$dir" "$(suite_targets)" "$(suite_plans)" | tee "$dir/summary"
 }
 
 [ "${BASH_SOURCE[0]}" != "$0" ] || main "$@"

@@ -26,13 +26,15 @@
 #                 the kernel brings up one CPU only, maxcpus=1)
 #   --env 'VAR=VALUE ...'  environment of the guest tests (e.g. the stress
 #                 budget UNCACHED_STRESS_OPS); values are plain words
-#   --timeout SECS (1800)  --mem SIZE (384M)  --smp N (2)  --accel auto|tcg|kvm
+#   --timeout SECS  --mem SIZE  --smp N   (defaults: GUEST_* in lib.sh:
+#                 1800, 384M, 2)            --accel auto|tcg|kvm
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 KERNEL='' INITRD='' RESULTS_DIR='' MODE=test CMD='' SELFTEST='' TESTS_LIST=''
 DEVICE_TESTS_LIST='' DEVICES=''
-TEST_ENV='' FILESYSTEMS='' DISKS_DIR='' TIMEOUT=1800 MEM=384M SMP=2 ACCEL=${ACCEL:-auto}
+TEST_ENV='' FILESYSTEMS='' DISKS_DIR='' TIMEOUT=$GUEST_TIMEOUT MEM=$GUEST_MEM SMP=$GUEST_SMP
+ACCEL=${ACCEL:-auto}
 KVM_PROBE=$BUILD/kvm-probe
 
 usage() { die "usage: run-qemu.sh --kernel BZIMAGE --initrd CPIO --results DIR [options] (see the header of scripts/run-qemu.sh)"; }
@@ -76,7 +78,7 @@ parse_args() {
 	[ -z "$DEVICE_TESTS_LIST" ] || need_file "$DEVICE_TESTS_LIST" "--device-tests-list names it"
 	[ -z "$DISKS_DIR" ] || check_disks_dir
 	case $FILESYSTEMS in
-	'') FILESYSTEMS=$(list_entries "$TOP/scripts/disks.list" | awk '{print $1}' | paste -s -d ' ') ;;
+	'') FILESYSTEMS=$(all_filesystems) ;;
 	none) FILESYSTEMS= ;;
 	esac
 	split_targets
@@ -125,7 +127,7 @@ check_disks_dir() {
 disk_args() {
 	local fs
 	[ -z "$DEVICES" ] ||
-		DISKS_LIST=$DEVICES_LIST "$TOP/scripts/make-disks.sh" "$RESULTS_DIR/devices"
+		DISKS_LIST=$DEVICES_FILE "$TOP/scripts/make-disks.sh" "$RESULTS_DIR/devices"
 	[ -n "$FILESYSTEMS" ] || return 0
 	if [ -z "$DISKS_DIR" ]; then
 		# shellcheck disable=SC2086

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# stress.sh - the reliability run behind 'make stress', on the patched
-# debug kernel (build/kernel/patched-test: KASAN, lockdep, DEBUG_VM and
-# DEBUG_VM_PGFLAGS, so any kernel splat fails the run):
+# stress.sh TREE FLAVOR - the reliability run behind 'make stress', on
+# build/kernel/TREE-FLAVOR (make stress: patched test, the debug kernel:
+# KASAN, lockdep, DEBUG_VM and DEBUG_VM_PGFLAGS, so any kernel splat fails
+# the run):
 #   1. the tests of tests/stress.list on every filesystem: the randomized
 #      operation checker uncached_fsx (STRESS_NPROC processes, each on its
 #      own file, STRESS_OPS operations each) and uncached_shared_rw
-#      (uncached readers of a file another thread rewrites buffered);
-#   2. the crash-consistency test, scripts/crash-test.sh.
+#      (uncached readers of a file another thread rewrites buffered); and
+#      those of tests/stress-blockdev.list (the checker, each process on a
+#      region of its own) on the raw block device;
+#   2. the crash-consistency test, scripts/crash-test.sh TREE FLAVOR.
 # Environment: STRESS_OPS (operations per checker process, default 6000),
 # STRESS_NPROC (2), STRESS_SEED (default random; printed, replays a run),
-# STRESS_CRASH=0 skips step 2; QEMU_TIMEOUT, QEMU_MEM as for qemu-test.
+# STRESS_CRASH=0 skips step 2; QEMU_TIMEOUT (5400), QEMU_MEM (1G),
+# QEMU_SMP (2).
 # Results: build/results/stress/ (console.log, FS.tap, summary) and
 # build/results/crash/.
 set -euo pipefail
@@ -19,6 +23,9 @@ OPS=${STRESS_OPS:-6000}
 NPROC=${STRESS_NPROC:-2}
 SEED=${STRESS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 OUT=$RESULTS/stress
+GUEST_TIMEOUT=5400
+GUEST_MEM=1G
+USAGE="stress.sh TREE FLAVOR"
 
 check_args() {
 	[[ $OPS =~ ^[1-9][0-9]*$ ]] || die "STRESS_OPS must be a positive number, not '$OPS'"
@@ -30,24 +37,23 @@ check_args() {
 # they finish, then the verdict. Earlier runs with the same budget
 # (build/times/stress-OPS-NPROC.list) give the estimate.
 run_checkers() {
-	local kernel=$1 fslist ntests qemu rc=0 list=$TOP/tests/stress.list
-	local kind=stress-$OPS-$NPROC
-	fslist=$(list_entries "$TOP/scripts/disks.list" | awk '{print $1}' | paste -s -d ' ')
+	local kernel=$1 fslist dev ntests ndev list=$TOP/tests/stress.list
+	local devlist=$TOP/tests/stress-blockdev.list kind=stress-$OPS-$NPROC plans fs
+	fslist=$(all_filesystems)
+	dev=$(device_target)
 	ntests=$(list_entries "$list" | wc -l)
-	log "stress: $ntests tests on $fslist, $OPS ops x $NPROC processes, seed $SEED," \
-		"$(estimate_tests "$kind" "$list" "$fslist")"
-	rm -f "$OUT/console.log"
-	"$TOP/scripts/run-qemu.sh" --kernel "$kernel" \
-		--initrd "$BUILD/initramfs/initramfs.cpio" --results "$OUT" \
-		--tests-list "$list" --fs "$fslist" \
-		--env "UNCACHED_STRESS_OPS=$OPS UNCACHED_STRESS_NPROC=$NPROC UNCACHED_STRESS_SEED=$SEED" \
-		--timeout "${QEMU_TIMEOUT:-5400}" --mem "${QEMU_MEM:-1G}" &
-	qemu=$!
-	follow_guest "$OUT/console.log" "$qemu" $((ntests * $(wc -w <<<"$fslist")))
-	wait "$qemu" || rc=$?
-	[ $rc = 0 ] || die "could not run QEMU"
+	ndev=$(list_entries "$devlist" | wc -l)
+	plans="$dev=$ndev"
+	for fs in $fslist; do
+		plans+=" $fs=$ntests"
+	done
+	log "stress: $ntests tests on $fslist and $ndev on $dev, $OPS ops x $NPROC processes," \
+		"seed $SEED, $(estimate_tests "$kind" "$list" "$fslist" "$devlist" "$dev")"
+	watch_guest $((ntests * $(wc -w <<<"$fslist") + ndev)) 0 - "$kernel" "$OUT" \
+		--tests-list "$list" --device-tests-list "$devlist" --fs "$fslist $dev" \
+		--env "UNCACHED_STRESS_OPS=$OPS UNCACHED_STRESS_NPROC=$NPROC UNCACHED_STRESS_SEED=$SEED"
 	record_test_times "$kind" "$OUT/console.log"
-	"$TOP/scripts/verdict.sh" "$OUT" "$fslist" "$ntests" | tee "$OUT/summary"
+	"$TOP/scripts/verdict.sh" "$OUT" "$fslist $dev" "$plans" | tee "$OUT/summary"
 }
 
 # The checker's operations per filesystem (the processes that passed).
@@ -63,14 +69,14 @@ report_ops() {
 
 main() {
 	help_if_asked "$@"
-	local kernel=$BUILD/kernel/patched-test/arch/x86/boot/bzImage rc=0
+	local kernel rc=0
+	tree_flavor_args "$USAGE" "$@"
 	check_args
-	need_file "$kernel" "run 'make kernel' first"
-	need_file "$BUILD/initramfs/initramfs.cpio" "run 'make initramfs' first"
+	kernel=$(built_kernel "$TREE" "$FLAVOR")
 	run_checkers "$kernel" || rc=1
 	report_ops
 	if [ "${STRESS_CRASH:-1}" != 0 ]; then
-		"$TOP/scripts/crash-test.sh" "$kernel" || rc=1
+		"$TOP/scripts/crash-test.sh" "$TREE" "$FLAVOR" || rc=1
 	fi
 	if [ $rc = 0 ]; then
 		log "stress: passed (seed $SEED); results: ${OUT#"$PWD"/}/ and ${RESULTS#"$PWD"/}/crash/"

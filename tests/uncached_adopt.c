@@ -46,11 +46,11 @@ static const char *const adopter_name[] = {
 /* Report the pages of [HEAD, FILE_LEN) in the page cache (not asserted). */
 static void diag_leftover(const char *what, int fd)
 {
-	tap_diag("leftover beyond the %llu KiB range %s: %llu KiB (bound %llu KiB)",
-		 (unsigned long long)(HEAD >> 10), what,
-		 (unsigned long long)(nr_cached(fd, HEAD, FILE_LEN - HEAD) *
-				      PAGE_SZ >> 10),
-		 (unsigned long long)(uncached_ra_leftover_bound(HEAD) >> 10));
+	char beyond[128];
+
+	snprintf(beyond, sizeof(beyond), "beyond the %llu KiB range %s",
+		 (unsigned long long)(HEAD >> 10), what);
+	diag_ra_leftover(fd, HEAD, FILE_LEN - HEAD, HEAD, beyond);
 }
 
 static uint64_t start_uncached_read(int fd, unsigned int seed)

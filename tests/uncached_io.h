@@ -171,6 +171,46 @@ static inline bool expect_cached(int fd, uint64_t off, uint64_t len,
 			  (unsigned long long)want);
 }
 
+/*
+ * One case: of [0, len) of @fd exactly the pages before @split are cached,
+ * every one of them, right now (no waiting).
+ */
+static inline bool expect_cached_below(int fd, uint64_t split, uint64_t len,
+				       const char *what)
+{
+	uint64_t below = nr_cached(fd, 0, split);
+	uint64_t above = nr_cached(fd, split, len - split);
+
+	if (below != pages_of(split) || above)
+		diag_cached_pages(fd, 0, len);
+	return tap_result(below == pages_of(split) && !above,
+			  "%s: [0, %llu) cached (%llu of %llu pages), the rest not (%llu)",
+			  what, (unsigned long long)split,
+			  (unsigned long long)below,
+			  (unsigned long long)pages_of(split),
+			  (unsigned long long)above);
+}
+
+/*
+ * One case: at most @bound bytes of [off, off + len) of @fd are cached,
+ * right now (for readahead leftovers: uncached_ra_leftover_bound()).
+ */
+static inline bool expect_cached_at_most(int fd, uint64_t off, uint64_t len,
+					 uint64_t bound, const char *what)
+{
+	uint64_t bytes = nr_cached(fd, off, len) * PAGE_SZ;
+
+	tap_diag("%s: %llu KiB of [%llu, +%llu) cached (bound %llu KiB)", what,
+		 (unsigned long long)(bytes >> 10), (unsigned long long)off,
+		 (unsigned long long)len, (unsigned long long)(bound >> 10));
+	if (bytes > bound)
+		diag_cached_pages(fd, off, len);
+	return tap_result(bytes <= bound,
+			  "%s: %llu KiB cached (bound %llu KiB)", what,
+			  (unsigned long long)(bytes >> 10),
+			  (unsigned long long)(bound >> 10));
+}
+
 /* Bound for the drop of written folios after fsync (see wait_range_settled). */
 #define UNCACHED_SETTLE_MS	20000
 
@@ -333,6 +373,18 @@ static inline uint64_t uncached_ra_leftover_bound(uint64_t req_bytes)
 			  req_bytes : UNCACHED_RA_MIN_WINDOW;
 
 	return 2 * window + UNCACHED_RA_SLACK;
+}
+
+/*
+ * Report (no case) the readahead an uncached stream of @req_bytes calls
+ * left cached in [off, off + len), with uncached_ra_leftover_bound().
+ */
+static inline void diag_ra_leftover(int fd, uint64_t off, uint64_t len,
+				    uint64_t req_bytes, const char *what)
+{
+	tap_diag("%s: leftover: %llu KiB (bound %llu KiB)", what,
+		 (unsigned long long)(nr_cached(fd, off, len) * PAGE_SZ >> 10),
+		 (unsigned long long)(uncached_ra_leftover_bound(req_bytes) >> 10));
 }
 
 #endif /* UNCACHED_IO_H */

@@ -16,17 +16,12 @@
 static void cold_read(const char *path)
 {
 	int fd = make_cold_file(path, FILE_LEN, 1);
-	struct cachestat cs;
 
 	diag_cachestat("cold 64 MiB file before the uncached read",
 		       file_cachestat(fd, 0, FILE_LEN));
 	tap_result(read_range_flags(fd, 0, FILE_LEN, BS, RWF_UNCACHED, 1),
 		   "uncached read of a cold file returns the right data");
-	cs = file_cachestat(fd, 0, FILE_LEN);
-	diag_cachestat("after the uncached read", cs);
-	tap_result(cs.nr_cache == 0,
-		   "no page of the cold file is cached after the read (%llu)",
-		   (unsigned long long)cs.nr_cache);
+	expect_cached(fd, 0, FILE_LEN, 0, "cold file after the uncached read");
 	close(fd);
 }
 
@@ -34,21 +29,15 @@ static void warm_read(const char *path)
 {
 	int fd = make_cold_file(path, FILE_LEN, 2);
 	uint64_t npages = pages_of(FILE_LEN);
-	struct cachestat cs;
 
 	if (!read_range_flags(fd, 0, FILE_LEN, BS, 0, 2))
 		tap_bail("buffered read of %s failed", path);
-	cs = file_cachestat(fd, 0, FILE_LEN);
-	diag_cachestat("warm file before the uncached read", cs);
-	tap_result(cs.nr_cache == npages, "a buffered read caches the whole file");
+	expect_cached(fd, 0, FILE_LEN, npages,
+		      "warm file: a buffered read caches the whole file");
 	tap_result(read_range_flags(fd, 0, FILE_LEN, BS, RWF_UNCACHED, 2),
 		   "uncached read of a cached file returns the right data");
-	cs = file_cachestat(fd, 0, FILE_LEN);
-	diag_cachestat("after the uncached read", cs);
-	tap_result(cs.nr_cache == npages,
-		   "every page of the cached file stays cached (%llu of %llu)",
-		   (unsigned long long)cs.nr_cache,
-		   (unsigned long long)npages);
+	expect_cached(fd, 0, FILE_LEN, npages,
+		      "warm file: every page stays cached after the uncached read");
 	close(fd);
 }
 

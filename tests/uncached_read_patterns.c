@@ -22,20 +22,13 @@
 static void half_warm(const char *path)
 {
 	int fd = make_cold_file(path, FILE_LEN, 11);
-	uint64_t warm, cold;
 
 	/* warm exactly the first half: no readahead beyond what is read */
 	if (posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM) ||
 	    !read_range_flags(fd, 0, HALF, BS, 0, 11) ||
 	    posix_fadvise(fd, 0, 0, POSIX_FADV_NORMAL))
 		tap_bail("buffered read of the first half of %s failed", path);
-	warm = nr_cached(fd, 0, HALF);
-	cold = nr_cached(fd, HALF, FILE_LEN - HALF);
-	tap_result(warm == pages_of(HALF) && !cold,
-		   "half warm: first half cached (%llu of %llu), second not (%llu)",
-		   (unsigned long long)warm,
-		   (unsigned long long)pages_of(HALF),
-		   (unsigned long long)cold);
+	expect_cached_below(fd, HALF, FILE_LEN, "half warm: first half");
 	tap_result(read_range_flags(fd, 0, FILE_LEN, BS, RWF_UNCACHED, 11),
 		   "half warm: uncached read of the whole file, data right");
 	expect_cached(fd, 0, HALF, pages_of(HALF), "half warm: warm half");
@@ -50,18 +43,11 @@ static void half_warm(const char *path)
  */
 static void expect_leftover(int fd, uint64_t end, size_t bs, const char *what)
 {
-	uint64_t left = nr_cached(fd, end, FILE_LEN - end) * PAGE_SZ;
-	uint64_t bound = uncached_ra_leftover_bound(bs);
+	char beyond[128];
 
-	tap_diag("%s: leftover after partial read: %llu KiB (bound %llu KiB)",
-		 what, (unsigned long long)(left >> 10),
-		 (unsigned long long)(bound >> 10));
-	if (left > bound)
-		diag_cached_pages(fd, end, FILE_LEN - end);
-	tap_result(left <= bound,
-		   "%s: %llu KiB read ahead beyond the read stay cached (bound %llu KiB)",
-		   what, (unsigned long long)(left >> 10),
-		   (unsigned long long)(bound >> 10));
+	snprintf(beyond, sizeof(beyond), "%s: read ahead beyond the read", what);
+	expect_cached_at_most(fd, end, FILE_LEN - end,
+			      uncached_ra_leftover_bound(bs), beyond);
 }
 
 /*
@@ -97,14 +83,10 @@ static void half_then_rest(const char *path)
 	const size_t bs = 16 << 10;
 	const char *what = "first half, then the rest";
 	int fd = make_cold_file(path, FILE_LEN, 15);
-	uint64_t left;
 
 	tap_result(read_range_flags(fd, 0, HALF, bs, RWF_UNCACHED, 15),
 		   "%s: uncached read of the first half, data right", what);
-	left = nr_cached(fd, HALF, FILE_LEN - HALF) * PAGE_SZ;
-	tap_diag("%s: leftover after the first half: %llu KiB (bound %llu KiB)",
-		 what, (unsigned long long)(left >> 10),
-		 (unsigned long long)(uncached_ra_leftover_bound(bs) >> 10));
+	diag_ra_leftover(fd, HALF, FILE_LEN - HALF, bs, what);
 	tap_result(read_range_flags(fd, HALF, FILE_LEN - HALF, bs,
 				    RWF_UNCACHED, 15),
 		   "%s: uncached read of the rest to EOF, data right", what);

@@ -118,7 +118,7 @@ static bool only_last_folio_cached(int fd, uint64_t off, uint64_t len,
 static void unaligned_reads(const char *path)
 {
 	int fd = make_cold_file(path, FILE_LEN, FILE_SEED);
-	uint64_t end, left, bound;
+	uint64_t end;
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(reads); i++) {
@@ -132,11 +132,7 @@ static void unaligned_reads(const char *path)
 			   "%s: data right", what);
 		only_last_folio_cached(fd, io->off, io_len(io), what);
 		end = pages_of(io->off + io_len(io)) * PAGE_SZ;
-		left = nr_cached(fd, end, FILE_LEN - end) * PAGE_SZ;
-		bound = uncached_ra_leftover_bound(io_len(io));
-		tap_diag("%s: leftover beyond the read: %llu KiB (bound %llu KiB)",
-			 what, (unsigned long long)(left >> 10),
-			 (unsigned long long)(bound >> 10));
+		diag_ra_leftover(fd, end, FILE_LEN - end, io_len(io), what);
 		diag_cachestat("whole file", file_cachestat(fd, 0, FILE_LEN));
 	}
 	close(fd);

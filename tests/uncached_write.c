@@ -10,7 +10,6 @@
 #define BIG_LEN		(64ULL << 20)	/* a write far larger than one folio batch */
 #define LEN		(8ULL << 20)
 #define BS		(64 << 10)
-#define SETTLE_MS	20000
 
 /*
  * fsync, wait until writeback of the range completed and report how many
@@ -19,15 +18,8 @@
 static void check_after_writeback(int fd, uint64_t len, uint64_t want_cached,
 				  unsigned int seed, const char *what)
 {
-	struct cachestat cs;
-
 	tap_result(fsync(fd) == 0, "%s: fsync", what);
-	cs = wait_range_settled(fd, 0, len, want_cached, SETTLE_MS);
-	diag_cachestat(what, cs);
-	tap_result(cs.nr_cache == want_cached && !cs.nr_dirty && !cs.nr_writeback,
-		   "%s: %llu pages cached after writeback (want %llu)", what,
-		   (unsigned long long)cs.nr_cache,
-		   (unsigned long long)want_cached);
+	expect_settled(fd, 0, len, want_cached, what);
 	drop_caches();
 	tap_result(read_range_flags(fd, 0, len, 1 << 20, 0, seed),
 		   "%s: data right after drop_caches", what);

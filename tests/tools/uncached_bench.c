@@ -29,6 +29,16 @@
  * Other actions: --prepare creates the data set (O_DIRECT writes, so the
  * page cache stays clean; files of the right size are reused), --cachestat
  * reports how much of each file is in the page cache.
+ *
+ * When -f names a block device, thread i uses its region [i * FILESIZE,
+ * (i + 1) * FILESIZE) instead of the file PREFIX.i (the device must hold
+ * them all); --prepare writes the regions (always: a device cannot tell).
+ * -o copy reads the data set and writes what it read to the same offsets of
+ * --dst (files DST.i, or the regions of a device), a dd of 64 KiB calls per
+ * thread, with the mode of -m on both sides; MB/s count the bytes copied.
+ *
+ * The page cache is Cached + Buffers of /proc/meminfo: a block device's
+ * page cache is counted in Buffers.
  */
 #include "uncached_io.h"
 
@@ -48,19 +58,34 @@
 
 enum action { ACT_RUN, ACT_PREPARE, ACT_CACHESTAT };
 enum mode { MODE_BUFFERED, MODE_UNCACHED, MODE_DIRECT };
+enum op { OP_READ, OP_WRITE, OP_COPY };
 
 static const char *const mode_names[] = { "buffered", "uncached", "direct" };
+static const char *const op_names[] = { "read", "write", "copy" };
+
+/*
+ * The files of the threads: PREFIX.0 .. PREFIX.<THREADS-1>, or, when PREFIX
+ * is a block device, its regions [i * FILESIZE, (i + 1) * FILESIZE).
+ */
+struct fileset {
+	const char *prefix;
+	bool dev;
+	char names[MAX_THREADS][4096];
+	char desc[4200];
+};
+
+static struct fileset data_set;	/* -f */
+static struct fileset dst_set;	/* --dst: where -o copy writes */
 
 struct options {
 	enum action action;
 	enum mode mode;
-	bool write;
+	enum op op;
 	size_t bs;
 	int threads;
 	uint64_t filesize;
 	int seconds;
 	uint64_t max_bytes;
-	const char *prefix;
 	const char *label;
 	bool json;
 	bool truncate;
@@ -78,15 +103,24 @@ static struct options opt = {
 	.drop = true,
 };
 
-/* One worker per file. */
+/* One side of a worker's calls: a file, or a region of a device. */
+struct side {
+	int fd;			/* -1: not used by this operation */
+	uint64_t base;		/* where the file or region starts */
+	const char *name;
+};
+
+/* One worker per file (or region): reads in, writes out, or both (copy). */
 struct worker {
 	pthread_t thread;
 	int idx;
-	int fd;
 	void *buf;
 	_Atomic uint64_t bytes;
+	struct side in;		/* read from (read, copy) */
+	struct side out;	/* written to (write, copy) */
 	int err;		/* errno of the failed call, or 0 */
 	const char *what;	/* which call failed */
+	const char *err_name;	/* of which file */
 };
 
 static struct worker workers[MAX_THREADS];
@@ -137,14 +171,17 @@ usage_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\nusage: uncached_bench -f FILE-PREFIX [-m buffered|uncached|direct]\n"
-		"  [-o read|write] [-b BLOCK] [-j THREADS] [-s FILESIZE] [-t SECONDS]\n"
-		"  [-n BYTES] [--truncate] [--no-drop] [--json] [--label TEXT]\n"
+		"  [-o read|write|copy --dst DST-PREFIX] [-b BLOCK] [-j THREADS]\n"
+		"  [-s FILESIZE] [-t SECONDS] [-n BYTES] [--truncate] [--no-drop]\n"
+		"  [--json] [--label TEXT]\n"
 		"  [--hot FILE [--hot-size SIZE]]   (-j 0: the hot reader alone)\n"
 		"  uncached_bench -f FILE-PREFIX [-j THREADS] [-s FILESIZE] --prepare\n"
-		"  uncached_bench -f FILE-PREFIX [-j THREADS] --cachestat\n"
-		"Files are FILE-PREFIX.0 .. FILE-PREFIX.<THREADS-1>, one thread each.\n"
-		"Sizes take K, M or G (powers of 1024). Defaults: buffered read,\n"
-		"64K blocks, one thread per CPU, 1G files, 30 seconds.\n");
+		"  uncached_bench -f FILE-PREFIX [-j THREADS] [-s FILESIZE] --cachestat\n"
+		"Files are FILE-PREFIX.0 .. FILE-PREFIX.<THREADS-1>, one thread each;\n"
+		"a block device as FILE-PREFIX (or DST-PREFIX): thread i uses its bytes\n"
+		"[i * FILESIZE, (i + 1) * FILESIZE). -o copy reads FILE-PREFIX's and\n"
+		"writes DST-PREFIX's. Sizes take K, M or G (powers of 1024). Defaults:\n"
+		"buffered read, 64K blocks, one thread per CPU, 1G files, 30 seconds.\n");
 	exit(2);
 }
 
@@ -232,10 +269,34 @@ static uint64_t default_hot_size(void)
 	return (kb * 3 / 10 >> 10) << 20;
 }
 
+/* Is @set's prefix a block device? */
+static void find_kind(struct fileset *set)
+{
+	struct stat st;
+
+	set->dev = !stat(set->prefix, &st) && S_ISBLK(st.st_mode);
+	snprintf(set->desc, sizeof(set->desc), set->dev ? "regions of %s" :
+		 "files %s.N", set->prefix);
+}
+
+static void validate_sets(void)
+{
+	if (!data_set.prefix)
+		usage_error("-f FILE-PREFIX is required");
+	if ((opt.op == OP_COPY) != !!dst_set.prefix)
+		usage_error("-o copy and --dst DST-PREFIX go together");
+	if (dst_set.prefix && !strcmp(dst_set.prefix, data_set.prefix))
+		usage_error("--dst must differ from -f");
+	find_kind(&data_set);
+	if (dst_set.prefix)
+		find_kind(&dst_set);
+	if (opt.truncate && (data_set.dev || dst_set.dev))
+		usage_error("--truncate: a block device cannot be truncated");
+}
+
 static void validate_options(void)
 {
-	if (!opt.prefix)
-		usage_error("-f FILE-PREFIX is required");
+	validate_sets();
 	if (!opt.threads && !opt.hot)
 		usage_error("-j 0 (no streams) needs --hot");
 	if (opt.hot && !opt.hot_size)
@@ -259,7 +320,6 @@ static void validate_options(void)
 
 static void parse_args(int argc, char **argv)
 {
-	static const char *const ops[] = { "read", "write" };
 	static const struct option longs[] = {
 		{ "json", no_argument, NULL, 'J' },
 		{ "label", required_argument, NULL, 'L' },
@@ -269,6 +329,7 @@ static void parse_args(int argc, char **argv)
 		{ "no-drop", no_argument, NULL, 'D' },
 		{ "hot", required_argument, NULL, 'H' },
 		{ "hot-size", required_argument, NULL, 'S' },
+		{ "dst", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -281,7 +342,7 @@ static void parse_args(int argc, char **argv)
 			opt.mode = parse_choice(optarg, mode_names, 3, "mode");
 			break;
 		case 'o':
-			opt.write = parse_choice(optarg, ops, 2, "operation");
+			opt.op = parse_choice(optarg, op_names, 3, "operation");
 			break;
 		case 'b':
 			opt.bs = parse_size(optarg, "-b");
@@ -299,7 +360,10 @@ static void parse_args(int argc, char **argv)
 			opt.max_bytes = parse_size(optarg, "-n");
 			break;
 		case 'f':
-			opt.prefix = optarg;
+			data_set.prefix = optarg;
+			break;
+		case 'd':
+			dst_set.prefix = optarg;
 			break;
 		case 'J':
 			opt.json = true;
@@ -337,12 +401,25 @@ static void parse_args(int argc, char **argv)
 	validate_options();
 }
 
-static const char *file_name(int idx)
+/* The file of thread @idx in @set: PREFIX.idx, or the device. */
+static const char *member_name(struct fileset *set, int idx)
 {
-	static char names[MAX_THREADS][4096];
+	if (set->dev)
+		return set->prefix;
+	snprintf(set->names[idx], sizeof(set->names[idx]), "%s.%d",
+		 set->prefix, idx);
+	return set->names[idx];
+}
 
-	snprintf(names[idx], sizeof(names[idx]), "%s.%d", opt.prefix, idx);
-	return names[idx];
+/* Where thread @idx's bytes of @set start. */
+static uint64_t member_base(const struct fileset *set, int idx)
+{
+	return set->dev ? idx * opt.filesize : 0;
+}
+
+static bool writes(void)
+{
+	return opt.op != OP_READ;
 }
 
 static double now(void)
@@ -423,10 +500,10 @@ static void read_meminfo(struct snapshot *s)
 
 	if (!f)
 		die("cannot open /proc/meminfo: %s", strerror(errno));
-	s->dirty_wb_mb = 0;
+	s->dirty_wb_mb = s->cached_mb = 0;
 	while (fscanf(f, "%63s %llu kB\n", key, &kb) == 2) {
-		if (!strcmp(key, "Cached:"))
-			s->cached_mb = kb / 1024.0;
+		if (!strcmp(key, "Cached:") || !strcmp(key, "Buffers:"))
+			s->cached_mb += kb / 1024.0;
 		else if (!strcmp(key, "MemFree:"))
 			s->free_mb = kb / 1024.0;
 		else if (!strcmp(key, "Dirty:") || !strcmp(key, "Writeback:"))
@@ -487,29 +564,37 @@ static bool reserve_block(void)
 	return atomic_fetch_add(&reserved, opt.bs) < opt.max_bytes;
 }
 
-static ssize_t do_io(struct worker *w, uint64_t off)
+/* One call on side @s at @off (unless @s is unused); false if it failed. */
+static bool do_io(struct worker *w, const struct side *s, uint64_t off,
+		  bool write)
 {
 	struct iovec iov = { .iov_base = w->buf, .iov_len = opt.bs };
 	int flags = opt.mode == MODE_UNCACHED ? RWF_UNCACHED : 0;
+	ssize_t ret;
 
-	if (opt.write)
-		return pwritev2(w->fd, &iov, 1, off, flags);
-	return preadv2(w->fd, &iov, 1, off, flags);
+	if (s->fd < 0)
+		return true;
+	if (write)
+		ret = pwritev2(s->fd, &iov, 1, s->base + off, flags);
+	else
+		ret = preadv2(s->fd, &iov, 1, s->base + off, flags);
+	if (ret == (ssize_t)opt.bs)
+		return true;
+	w->err = ret < 0 ? errno : EIO;
+	w->what = ret < 0 ? (write ? "pwritev2" : "preadv2") : "short transfer";
+	w->err_name = s->name;
+	return false;
 }
 
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	uint64_t off = 0;
-	ssize_t ret;
 
 	while (!atomic_load_explicit(&stop, memory_order_relaxed) &&
 	       reserve_block()) {
-		ret = do_io(w, off);
-		if (ret != (ssize_t)opt.bs) {
-			w->err = ret < 0 ? errno : EIO;
-			w->what = ret < 0 ? (opt.write ? "pwritev2" : "preadv2") :
-					    "short transfer";
+		if (!do_io(w, &w->in, off, false) ||
+		    !do_io(w, &w->out, off, true)) {
 			atomic_store(&stop, true);
 			break;
 		}
@@ -556,27 +641,59 @@ static void *hot_main(void *arg)
 	return NULL;
 }
 
-static int open_file(int idx)
+/* A device must hold the regions of all threads. */
+static void check_device_size(int fd, const char *name)
 {
-	int flags = opt.write ? O_WRONLY | O_CREAT : O_RDONLY;
-	const char *name = file_name(idx);
-	struct stat st;
-	int fd;
+	off_t size = lseek(fd, 0, SEEK_END);
 
+	if (size < 0)
+		die("size of %s: %s", name, strerror(errno));
+	if ((uint64_t)size < opt.threads * opt.filesize)
+		die("%s has %lld bytes, fewer than -j %d x -s %llu",
+		    name, (long long)size, opt.threads,
+		    (unsigned long long)opt.filesize);
+}
+
+/* Thread @idx's file of @set, opened for reading or writing, as @s. */
+static void open_side(struct side *s, struct fileset *set, int idx,
+		      bool write)
+{
+	int flags = write ? O_WRONLY : O_RDONLY;
+	struct stat st;
+
+	s->name = member_name(set, idx);
+	s->base = member_base(set, idx);
+	if (write && !set->dev)
+		flags |= O_CREAT;
 	if (opt.mode == MODE_DIRECT)
 		flags |= O_DIRECT;
-	fd = open(name, flags, 0644);
-	if (fd < 0)
-		die("open %s: %s", name, strerror(errno));
-	if (fstat(fd, &st))
-		die("stat %s: %s", name, strerror(errno));
-	if (!opt.write && (uint64_t)st.st_size < opt.filesize)
+	s->fd = open(s->name, flags, 0644);
+	if (s->fd < 0)
+		die("open %s: %s", s->name, strerror(errno));
+	if (set->dev) {
+		check_device_size(s->fd, s->name);
+		return;
+	}
+	if (fstat(s->fd, &st))
+		die("stat %s: %s", s->name, strerror(errno));
+	if (!write && (uint64_t)st.st_size < opt.filesize)
 		die("%s has %lld bytes, fewer than -s %llu: make the data set with --prepare first",
-		    name, (long long)st.st_size,
+		    s->name, (long long)st.st_size,
 		    (unsigned long long)opt.filesize);
-	if (opt.truncate && ftruncate(fd, 0))
-		die("truncate %s: %s", name, strerror(errno));
-	return fd;
+	if (opt.truncate && write && ftruncate(s->fd, 0))
+		die("truncate %s: %s", s->name, strerror(errno));
+}
+
+/* Read: in = the data set; write: out = the data set; copy: both. */
+static void open_worker(struct worker *w, int idx)
+{
+	w->in.fd = w->out.fd = -1;
+	if (opt.op != OP_WRITE)
+		open_side(&w->in, &data_set, idx, false);
+	if (opt.op == OP_WRITE)
+		open_side(&w->out, &data_set, idx, true);
+	if (opt.op == OP_COPY)
+		open_side(&w->out, &dst_set, idx, true);
 }
 
 static void prepare_file(const char *name, uint64_t size, void *buf);
@@ -621,7 +738,7 @@ static void start_workers(void)
 		struct worker *w = &workers[i];
 
 		w->idx = i;
-		w->fd = open_file(i);
+		open_worker(w, i);
 		if (posix_memalign(&w->buf, 4096, opt.bs))
 			die("out of memory for a %zu-byte buffer", opt.bs);
 		fill_pattern(w->buf, opt.bs, 0, i + 1);
@@ -646,10 +763,10 @@ static void stop_workers(void)
 		struct worker *w = &workers[i];
 
 		if (w->err == EOPNOTSUPP && opt.mode == MODE_UNCACHED)
-			die("%s of %s: RWF_UNCACHED is not supported here (%s): a kernel without the series, or a filesystem without FOP_UNCACHED",
-			    w->what, file_name(i), strerror(w->err));
+			die("%s of %s: RWF_UNCACHED is not supported here (%s): a kernel without the series, or a filesystem or device without FOP_UNCACHED",
+			    w->what, w->err_name, strerror(w->err));
 		if (w->err)
-			die("%s of %s failed: %s", w->what, file_name(i),
+			die("%s of %s failed: %s", w->what, w->err_name,
 			    strerror(w->err));
 	}
 	if (hot.err)
@@ -667,7 +784,10 @@ static void stop_workers(void)
 static const char *fs_name(int fd)
 {
 	struct statfs sf;
+	struct stat st;
 
+	if (!fstat(fd, &st) && S_ISBLK(st.st_mode))
+		return "blockdev";
 	if (fstatfs(fd, &sf))
 		return "unknown";
 	switch ((unsigned long)sf.f_type) {
@@ -813,7 +933,7 @@ static void print_summary_text(const struct summary *sm)
 	double steady_secs = sb->t - sa->t;
 
 	printf("summary: %s %s on %s, %d file(s) x %llu MB, %zu KB blocks (MB = 2^20 bytes)\n",
-	       opt.write ? "write" : "read", mode_names[opt.mode], sm->fs,
+	       op_names[opt.op], mode_names[opt.mode], sm->fs,
 	       opt.threads, (unsigned long long)(opt.filesize >> 20),
 	       opt.bs >> 10);
 	printf("  total        %.0f MB in %.1f s: %.1f MB/s\n",
@@ -833,7 +953,7 @@ static void print_summary_text(const struct summary *sm)
 	printf("  page cache   %.0f MB at the start, %.0f MB peak, %.0f MB at the end; dirty+writeback peak %.0f MB\n",
 	       s0->cached_mb, sm->cache_peak, e->cached_mb, sm->dirty_wb_peak);
 	print_device_io(s0, e);
-	if (opt.write)
+	if (writes())
 		printf("  fsync        %.2f s after the timed part; page cache then %.0f MB; kernel CPU with it %.2f s\n",
 		       sm->fsync_s, sm->cache_after_fsync,
 		       sm->sys_after_fsync - s0->sys_s);
@@ -847,7 +967,7 @@ static void print_summary_json(const struct summary *sm)
 	int first5 = sm->last < 5 ? sm->last : 5;
 
 	printf("uncached-bench-summary {\"label\":\"%s\",\"op\":\"%s\",\"mode\":\"%s\",\"fs\":\"%s\",\"bs\":%zu,\"threads\":%d,\"filesize\":%llu,\"truncate\":%s,",
-	       opt.label, opt.write ? "write" : "read", mode_names[opt.mode],
+	       opt.label, op_names[opt.op], mode_names[opt.mode],
 	       sm->fs, opt.bs, opt.threads,
 	       (unsigned long long)opt.filesize,
 	       opt.truncate ? "true" : "false");
@@ -903,24 +1023,31 @@ static void print_hot_summary(const struct summary *sm)
 	       hot.after.nr_cache * PAGE_SZ / MIB, evicted);
 }
 
-/* Writes: fsync every file (timed), then close them all. */
+/* Writes and copies: fsync every file written (timed), then close all. */
 static void finish_files(struct summary *sm)
 {
+	struct worker *w;
 	struct snapshot s;
 	double t = now();
 	int i;
 
-	for (i = 0; i < opt.threads; i++)
-		if (opt.write && fsync(workers[i].fd))
-			die("fsync %s: %s", file_name(i), strerror(errno));
-	sm->fsync_s = opt.write ? now() - t : 0;
+	for (i = 0; i < opt.threads; i++) {
+		w = &workers[i];
+		if (w->out.fd >= 0 && fsync(w->out.fd))
+			die("fsync %s: %s", w->out.name, strerror(errno));
+	}
+	sm->fsync_s = writes() ? now() - t : 0;
 	read_meminfo(&s);
 	read_proc_stat(&s);
 	sm->cache_after_fsync = s.cached_mb;
 	sm->sys_after_fsync = s.sys_s;
 	for (i = 0; i < opt.threads; i++) {
-		close(workers[i].fd);
-		free(workers[i].buf);
+		w = &workers[i];
+		if (w->in.fd >= 0)
+			close(w->in.fd);
+		if (w->out.fd >= 0)
+			close(w->out.fd);
+		free(w->buf);
 	}
 }
 
@@ -934,9 +1061,10 @@ static int run_benchmark(void)
 		drop_caches();
 	find_kswapd();
 	if (opt.threads)
-		printf("uncached_bench: %s %s, %d thread(s), one file each (%s.N, %llu MB), %zu KB blocks, %d s at most",
-		       opt.write ? "write" : "read", mode_names[opt.mode],
-		       opt.threads, opt.prefix,
+		printf("uncached_bench: %s %s, %d thread(s), one file each (%s%s%s, %llu MB), %zu KB blocks, %d s at most",
+		       op_names[opt.op], mode_names[opt.mode], opt.threads,
+		       data_set.desc, opt.op == OP_COPY ? " to " : "",
+		       opt.op == OP_COPY ? dst_set.desc : "",
 		       (unsigned long long)(opt.filesize >> 20), opt.bs >> 10,
 		       opt.seconds);
 	else
@@ -948,7 +1076,8 @@ static int run_benchmark(void)
 	if (opt.hot)
 		start_hot_reader();
 	start_workers();
-	sm.fs = fs_name(opt.threads ? workers[0].fd : hot.fd);
+	sm.fs = fs_name(!opt.threads ? hot.fd : workers[0].in.fd >= 0 ?
+			workers[0].in.fd : workers[0].out.fd);
 	t0 = now();
 	take_snapshot(&samples[0], t0);
 	sample_loop(t0);
@@ -973,12 +1102,32 @@ static bool file_ready(const char *name, uint64_t size)
 	       (uint64_t)st.st_blocks * 512 >= size;
 }
 
-/* @name with @size bytes of @buf's pattern (PREP_BLOCK), unless it has. */
-static void prepare_file(const char *name, uint64_t size, void *buf)
+/*
+ * @size bytes of @buf's pattern (PREP_BLOCK) at @base of @fd (@name, opened
+ * with O_DIRECT), then fsync and close it. Returns the seconds it took.
+ */
+static double fill_range(int fd, const char *name, uint64_t base,
+			 uint64_t size, void *buf)
 {
 	double t = now();
 	uint64_t off;
 	size_t n;
+
+	for (off = 0; off < size; off += n) {
+		n = size - off < PREP_BLOCK ? size - off : PREP_BLOCK;
+		if (pwrite(fd, buf, n, base + off) != (ssize_t)n)
+			die("write %s at %llu: %s", name,
+			    (unsigned long long)(base + off), strerror(errno));
+	}
+	if (fsync(fd) || close(fd))
+		die("fsync %s: %s", name, strerror(errno));
+	return now() - t;
+}
+
+/* @name with @size bytes of @buf's pattern (PREP_BLOCK), unless it has. */
+static void prepare_file(const char *name, uint64_t size, void *buf)
+{
+	double t;
 	int fd;
 
 	if (file_ready(name, size)) {
@@ -989,17 +1138,27 @@ static void prepare_file(const char *name, uint64_t size, void *buf)
 	fd = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644);
 	if (fd < 0)
 		die("create %s: %s", name, strerror(errno));
-	for (off = 0; off < size; off += n) {
-		n = size - off < PREP_BLOCK ? size - off : PREP_BLOCK;
-		if (pwrite(fd, buf, n, off) != (ssize_t)n)
-			die("write %s at %llu: %s", name,
-			    (unsigned long long)off, strerror(errno));
-	}
-	if (fsync(fd) || close(fd))
-		die("fsync %s: %s", name, strerror(errno));
-	t = now() - t;
+	t = fill_range(fd, name, 0, size, buf);
 	printf("created %s: %llu MB in %.1f s (%.0f MB/s, O_DIRECT)\n", name,
 	       (unsigned long long)(size >> 20), t, size / MIB / t);
+}
+
+/* Thread @idx's region of the data set's device, with @buf's pattern. */
+static void prepare_region(int idx, void *buf)
+{
+	const char *name = data_set.prefix;
+	uint64_t base = member_base(&data_set, idx);
+	double t;
+	int fd;
+
+	fd = open(name, O_WRONLY | O_DIRECT);
+	if (fd < 0)
+		die("open %s: %s", name, strerror(errno));
+	check_device_size(fd, name);
+	t = fill_range(fd, name, base, opt.filesize, buf);
+	printf("wrote region %d of %s (%llu MB at %llu MB) in %.1f s (%.0f MB/s, O_DIRECT)\n",
+	       idx, name, (unsigned long long)(opt.filesize >> 20),
+	       (unsigned long long)(base >> 20), t, opt.filesize / MIB / t);
 }
 
 static int prepare_data_set(void)
@@ -1010,33 +1169,49 @@ static int prepare_data_set(void)
 	if (posix_memalign(&buf, 4096, PREP_BLOCK))
 		die("out of memory");
 	fill_pattern(buf, PREP_BLOCK, 0, 1);
-	for (i = 0; i < opt.threads; i++)
-		prepare_file(file_name(i), opt.filesize, buf);
+	for (i = 0; i < opt.threads; i++) {
+		if (data_set.dev)
+			prepare_region(i, buf);
+		else
+			prepare_file(member_name(&data_set, i), opt.filesize,
+				     buf);
+	}
 	free(buf);
 	return 0;
 }
 
+/* cachestat() of each thread's file, or of its region of a device. */
 static int report_cachestat(void)
 {
 	struct cachestat cs;
 	struct stat st;
+	const char *name;
+	char what[4200];
+	uint64_t size;
 	int i, fd;
 
 	for (i = 0; i < opt.threads; i++) {
-		fd = open(file_name(i), O_RDONLY);
+		name = member_name(&data_set, i);
+		fd = open(name, O_RDONLY);
 		if (fd < 0 || fstat(fd, &st))
-			die("open %s: %s", file_name(i), strerror(errno));
-		cs = file_cachestat(fd, 0, 0);
+			die("open %s: %s", name, strerror(errno));
+		size = data_set.dev ? opt.filesize : (uint64_t)st.st_size;
+		if (data_set.dev)
+			snprintf(what, sizeof(what), "%s region %d", name, i);
+		else
+			snprintf(what, sizeof(what), "%s", name);
+		cs = file_cachestat(fd, member_base(&data_set, i),
+				    data_set.dev ? size : 0);
 		printf("cachestat %s: %.0f of %.0f MB in the page cache (%llu pages; dirty %llu, writeback %llu, evicted %llu, recently evicted %llu)\n",
-		       file_name(i), cs.nr_cache * PAGE_SZ / MIB,
-		       st.st_size / MIB, (unsigned long long)cs.nr_cache,
+		       what, cs.nr_cache * PAGE_SZ / MIB, size / MIB,
+		       (unsigned long long)cs.nr_cache,
 		       (unsigned long long)cs.nr_dirty,
 		       (unsigned long long)cs.nr_writeback,
 		       (unsigned long long)cs.nr_evicted,
 		       (unsigned long long)cs.nr_recently_evicted);
 		if (opt.json)
 			printf("uncached-bench-cachestat {\"label\":\"%s\",\"file\":\"%s\",\"size_mb\":%.1f,\"cached_mb\":%.1f,\"dirty\":%llu,\"writeback\":%llu}\n",
-			       opt.label, file_name(i), st.st_size / MIB,
+			       opt.label, what, size / MIB,
 			       cs.nr_cache * PAGE_SZ / MIB,
 			       (unsigned long long)cs.nr_dirty,
 			       (unsigned long long)cs.nr_writeback);

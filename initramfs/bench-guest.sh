@@ -34,22 +34,56 @@ run_logged() {
 	[ "$rc" = 0 ] || status=1
 }
 
-# bench_prepare FS: the data set, BENCH_SMP files of BENCH_FILESIZE.
+# run_failed LABEL: a run that could not start (its disk is missing).
+run_failed() {
+	send "bench-guest: $1: a disk it needs is missing"
+	send "bench-run-end $1 rc=1"
+	status=1
+}
+
+# disk_node SERIAL: the device node of the NVMe disk with that serial.
+disk_node() {
+	local c
+	for c in /sys/class/nvme/nvme*; do
+		[ "$(tr -d ' ' <"$c/serial")" = "$1" ] &&
+			{ echo "/dev/${c##*/}n1"; return 0; }
+	done
+	echo "bench-guest: no disk with serial $1" >&2
+	return 1
+}
+
+# raw_target FS: is FS a raw block-device target (BENCH_RAW)?
+raw_target() {
+	case " $BENCH_RAW " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+
+# target_path FS NAME: the benchmark's file NAME on target FS: the prefix
+# /mnt/FS/NAME of the files NAME.N, or on a raw target the disk FS-NAME.
+target_path() {
+	if raw_target "$1"; then
+		disk_node "$1-$2"
+	else
+		echo "/mnt/$1/$2"
+	fi
+}
+
+# bench_prepare FS: the data set, BENCH_SMP files (or regions of the raw
+# disk) of BENCH_FILESIZE.
 bench_prepare() {
-	run_logged "$1/prepare" $BENCH -f "/mnt/$1/data" -j "$BENCH_SMP" \
+	local data
+	data=$(target_path "$1" data) || { run_failed "$1/prepare"; return; }
+	run_logged "$1/prepare" $BENCH -f "$data" -j "$BENCH_SMP" \
 		-s "$BENCH_FILESIZE" --prepare
 }
 
 # The fio of the tools disk (serial "tools"), with its own libraries and a
 # shim for System V shared memory, which the guest kernel lacks.
 mount_tools() {
-	local c
+	local dev
 	[ -x "$TOOLS/bin/fio" ] && return 0
-	for c in /sys/class/nvme/nvme*; do
-		[ "$(tr -d ' ' <"$c/serial")" = tools ] || continue
-		mkdir -p "$TOOLS"
-		mount -t ext4 -o ro "/dev/${c##*/}n1" "$TOOLS" && return 0
-	done
+	dev=$(disk_node tools) && mkdir -p "$TOOLS" &&
+		mount -t ext4 -o ro "$dev" "$TOOLS" && return 0
 	echo "bench-guest: no tools disk with fio"
 	return 1
 }
@@ -81,19 +115,56 @@ run_fio() {
 	return $rc
 }
 
+# expand_opts FS OPTIONS...: the options, each NAME after --hot or --dst
+# made the path of NAME on target FS (target_path).
+expand_opts() {
+	local fs=$1 w path=
+	shift
+	for w in "$@"; do
+		if [ -n "$path" ]; then
+			w=$(target_path "$fs" "$w") || return 1
+			path=
+		else
+			case $w in --hot | --dst) path=1 ;; esac
+		fi
+		printf '%s ' "$w"
+	done
+}
+
+# scratch_files FS ID OPTIONS...: the files a run makes on filesystem FS
+# and leaves behind (a --truncate writer's, the --dst copy's), to remove.
+scratch_files() {
+	local fs=$1 id=$2 w dst=
+	shift 2
+	raw_target "$fs" && return 0
+	for w in "$@"; do
+		[ -n "$dst" ] && echo "/mnt/$fs/$w"
+		dst=
+		case $w in
+		--dst) dst=1 ;;
+		--truncate) echo "/mnt/$fs/$id" ;;
+		esac
+	done
+}
+
 # bench_run FS ID TOOL OP MODE BLOCK THREADS SECONDS OPTIONS
 bench_run() {
 	local fs=$1 id=$2 tool=$3 op=$4 mode=$5 bs=$6 threads=$7 secs=$8
-	local opts=$9 label="$1/$2/$5" prefix="/mnt/$1/data"
+	local opts=$9 label="$1/$2/$5" prefix name=data scratch p
 	[ "$threads" = - ] && threads=$BENCH_SMP
 	[ "$opts" = - ] && opts=
-	case " $opts " in *" --truncate "*) prefix="/mnt/$fs/$id" ;; esac
-	# --hot NAME: the hot reader's file is NAME on this filesystem
-	case " $opts " in
-	*" --hot "*) opts=$(echo "$opts" | sed "s|--hot |--hot /mnt/$fs/|") ;;
-	esac
+	[ "$tool" = fio ] && label="fio:$label"
+	case " $opts " in *" --truncate "*) name=$id ;; esac
+	# shellcheck disable=SC2086 # the options are words
+	scratch=$(scratch_files "$fs" "$id" $opts)
+	# shellcheck disable=SC2086 # likewise
+	if ! prefix=$(target_path "$fs" "$name") ||
+		! opts=$(expand_opts "$fs" $opts); then
+		run_failed "$label"
+		return
+	fi
 	if [ "$tool" = fio ]; then
-		run_logged "fio:$label" run_fio "fio:$label" "$fs" "$op" "$mode" \
+		run_logged "$label" run_fio "$label" "$fs" "$op" "$mode" \
 			"$bs" "$threads" "$secs" "$opts"
 		return
 	fi
@@ -101,7 +172,9 @@ bench_run() {
 	run_logged "$label" $BENCH -f "$prefix" -m "$mode" -o "$op" -b "$bs" \
 		-j "$threads" -s "$BENCH_FILESIZE" -t "$secs" --json \
 		--label "$label" $opts
-	[ "$prefix" = "/mnt/$fs/data" ] || rm -f "$prefix".*
+	for p in $scratch; do
+		rm -f "$p".*
+	done
 }
 
 bench_done() {
