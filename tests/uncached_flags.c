@@ -141,9 +141,15 @@ static void dsync_write(const char *path)
 		   "DSYNC write of 1 MiB to a new file returns %zd", ret);
 	expect_cached(fd, 0, LEN, 0, "DSYNC write, right after the call");
 	for (off = 0; off < LEN; off += BS) {	/* overwrite, 64 KiB a call */
+		struct cachestat cs;
+
 		ret = rw_once(fd, true, buf, BS, off, RWF_UNCACHED | RWF_DSYNC, 75);
-		if (ret != BS || nr_cached(fd, off, BS))
+		cs = file_cachestat(fd, off, BS);
+		if (ret != BS || cs.nr_cache) {
+			tap_diag("DSYNC overwrite at %llu returned %zd", (unsigned long long)off, ret);
+			diag_cachestat("  its range right after", cs);
 			left++;
+		}
 	}
 	tap_result(!left,
 		   "DSYNC overwrites of 64 KiB: each returns 64 KiB with 0 pages cached right after (%u did not)",
