@@ -114,7 +114,7 @@ DEVICES_FILE=$TOP/scripts/devices.list
 DEVICE_TESTS_FILE=$TOP/tests/blockdev.list
 # The limits of a guest: each script may set its own before run_guest;
 # QEMU_TIMEOUT, QEMU_MEM and QEMU_SMP, when set, win over all of them.
-GUEST_TIMEOUT=1800	# seconds
+GUEST_TIMEOUT=3600	# seconds: the whole suite takes 10-30 min under TCG
 GUEST_MEM=384M		# uncached_memory_pressure needs a guest with little RAM
 GUEST_SMP=2
 

@@ -14,7 +14,7 @@
 # tests.list and blockdev.list for a subset of the tests); the other runs
 # keep theirs next to it (stress, crash, baseline, ...).
 # Environment: QEMU_TIMEOUT, QEMU_MEM, QEMU_SMP (defaults: GUEST_* in
-# lib.sh: 1800 s, 384M, 2).
+# lib.sh: 3600 s, 384M, 2).
 # Sourced (by qemu-baseline.sh), it only defines run_suite and friends,
 # and the checks of verdict.sh.
 set -euo pipefail

@@ -27,7 +27,7 @@
 #   --env 'VAR=VALUE ...'  environment of the guest tests (e.g. the stress
 #                 budget UNCACHED_STRESS_OPS); values are plain words
 #   --timeout SECS  --mem SIZE  --smp N   (defaults: GUEST_* in lib.sh:
-#                 1800, 384M, 2)            --accel auto|tcg|kvm
+#                 3600, 384M, 2)            --accel auto|tcg|kvm
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 

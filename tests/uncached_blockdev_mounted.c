@@ -36,6 +36,13 @@ static bool made_mnt, mounted;
 static const char *rofs;
 static int fd, dfd;		/* the device node: buffered, O_DIRECT */
 static uint64_t dev_size;
+/*
+ * The pages the mounted filesystem had cached before the reads: their
+ * contents may differ from the medium (ext4 builds the bitmaps of
+ * uninitialised block groups in memory), so the reads are compared with
+ * O_DIRECT on the other pages only.
+ */
+static unsigned char *fs_cached;
 
 /* What a walk of the tree saw. */
 struct walk {
@@ -186,19 +193,40 @@ static void mount_rofs(void)
 }
 
 /*
- * Read the whole device with preadv2(@flags) in BS calls; each call's
- * data must equal an O_DIRECT read of the same range.
+ * The first byte of the page-aligned range [@off, @off + @n) at which @buf
+ * and @dbuf differ, outside the pages of fs_cached; -1 when none.
+ */
+static long first_difference(const char *buf, const char *dbuf, uint64_t off,
+			     size_t n)
+{
+	size_t pg, i;
+
+	for (pg = 0; pg < n; pg += PAGE_SZ) {
+		if (fs_cached[(off + pg) / PAGE_SZ])
+			continue;
+		for (i = pg; i < pg + PAGE_SZ && i < n; i++)
+			if (buf[i] != dbuf[i])
+				return i;
+	}
+	return -1;
+}
+
+/*
+ * Read the whole device with preadv2(@flags) in BS calls, all of it; each
+ * call's data must equal an O_DIRECT read of the same range, except on the
+ * pages of fs_cached.
  */
 static bool read_whole(int flags)
 {
 	char *buf = xmalloc(BS), *dbuf = bdev_memalign(BS);
 	struct iovec iov = { .iov_base = buf };
+	unsigned int bad = 0;
 	uint64_t off;
-	bool ok = true;
 	ssize_t ret;
-	size_t n, i;
+	long i;
+	size_t n;
 
-	for (off = 0; ok && off < dev_size; off += n) {
+	for (off = 0; off < dev_size; off += n) {
 		n = dev_size - off < BS ? dev_size - off : BS;
 		iov.iov_len = n;
 		ret = preadv2(fd, &iov, 1, off, flags);
@@ -206,21 +234,22 @@ static bool read_whole(int flags)
 			tap_diag("preadv2 of %zu at %llu (flags %#x): %zd (%s)", n,
 				 (unsigned long long)off, flags, ret,
 				 ret < 0 ? strerror(errno) : "short");
-			ok = false;
-		} else if (!bdev_dio(dfd, false, dbuf, n, off, 0)) {
-			ok = false;
-		} else if (memcmp(buf, dbuf, n)) {
-			for (i = 0; buf[i] == dbuf[i]; i++)
-				;
+			bad++;
+			continue;
+		}
+		if (!bdev_dio(dfd, false, dbuf, n, off, 0)) {
+			bad++;
+			continue;
+		}
+		i = first_difference(buf, dbuf, off, n);
+		if (i >= 0 && bad++ < MAX_DIAGS)
 			tap_diag("flags %#x: byte at %llu is %#x, O_DIRECT reads %#x",
 				 flags, (unsigned long long)(off + i),
 				 (unsigned char)buf[i], (unsigned char)dbuf[i]);
-			ok = false;
-		}
 	}
 	free(buf);
 	free(dbuf);
-	return ok;
+	return !bad;
 }
 
 static uint64_t count_pages(const unsigned char *map, uint64_t n)
@@ -261,12 +290,13 @@ static void metadata_kept(const struct walk *first)
 	struct walk again;
 
 	before = bdev_residency(fd, 0, dev_size);
+	fs_cached = bdev_residency(fd, 0, dev_size);
 	nbefore = count_pages(before, n);
 	tap_result(nbefore > 0,
 		   "the mounted filesystem has %llu of the device's %llu pages cached (want > 0)",
 		   (unsigned long long)nbefore, (unsigned long long)n);
 	tap_result(read_whole(RWF_UNCACHED),
-		   "uncached read of the whole mounted device (%llu MiB) equals its O_DIRECT read",
+		   "uncached read of the whole mounted device (%llu MiB) equals its O_DIRECT read outside the filesystem's cached pages",
 		   (unsigned long long)(dev_size >> 20));
 	after = bdev_residency(fd, 0, dev_size);
 	compare_residency(before, after, n, &lost, &added);
@@ -299,10 +329,10 @@ static void all_cached_kept(void)
 	ok = read_whole(0);
 	cached = nr_cached(fd, 0, dev_size);
 	tap_result(ok && cached == n,
-		   "a buffered read of the whole device equals its O_DIRECT read and caches it (%llu of %llu pages)",
+		   "a buffered read of the whole device equals its O_DIRECT read (outside the filesystem's cached pages) and caches it (%llu of %llu pages)",
 		   (unsigned long long)cached, (unsigned long long)n);
 	tap_result(read_whole(RWF_UNCACHED),
-		   "uncached read of the cached device equals its O_DIRECT read");
+		   "uncached read of the cached device equals its O_DIRECT read (outside the filesystem's cached pages)");
 	expect_cached(fd, 0, dev_size, n, "the cached device after the uncached read");
 }
 
