@@ -172,6 +172,16 @@ def pick(records, fs, workload, kernel, mode):
                 tool="bench")
 
 
+def compared_runs(records, fs, workload):
+    """The runs of @fs/@workload that the targets and ratios compare, None
+    where one did not run: (patched buffered, patched uncached, patched
+    direct, pristine buffered)."""
+    return (pick(records, fs, workload, "patched", "buffered"),
+            pick(records, fs, workload, "patched", "uncached"),
+            pick(records, fs, workload, "patched", "direct"),
+            pick(records, fs, workload, "pristine", "buffered"))
+
+
 def ratio(a, b, key="mbps_steady"):
     if not a or not b or not b.get(key):
         return None
@@ -287,10 +297,7 @@ def per_second_table(records, fs, wl):
 def ratio_rows(records, fs):
     rows = []
     for wl in workloads(records, fs):
-        pb = pick(records, fs, wl, "patched", "buffered")
-        pu = pick(records, fs, wl, "patched", "uncached")
-        pd = pick(records, fs, wl, "patched", "direct")
-        ob = pick(records, fs, wl, "pristine", "buffered")
+        pb, pu, pd, ob = compared_runs(records, fs, wl)
         rows.append("| %s | %s | %s | %s | %s |" % (
             wl, fmt_ratio(ratio(pu, pb)), fmt_ratio(ratio(pu, pd)),
             fmt_ratio(ratio(pb, ob)), fmt_ratio(cpu_ratio(pu, pb))))
@@ -355,8 +362,7 @@ def growth_target(records, fs, wl, goal):
 
 
 def read_targets(records, fs):
-    pb = pick(records, fs, "read", "patched", "buffered")
-    pu = pick(records, fs, "read", "patched", "uncached")
+    pb, pu, _, _ = compared_runs(records, fs, "read")
     r = ratio(pu, pb)
     met = None
     if r is not None:
@@ -377,8 +383,7 @@ def read_targets(records, fs):
 
 
 def write_targets(records, fs):
-    pb = pick(records, fs, "write", "patched", "buffered")
-    pu = pick(records, fs, "write", "patched", "uncached")
+    pb, pu, _, _ = compared_runs(records, fs, "write")
     r = ratio(pu, pb)
     out = [ratio_target("write 64 KiB, %s: uncached steady / buffered steady"
                         % streams(pu or pb), r, ">= 1.0x", at_least(r, 1.0))]
@@ -407,8 +412,7 @@ def copy_targets(records, fs):
     """The dd-style copy (raw block devices): reported, not judged."""
     if not planned(records, fs, "copy"):
         return []
-    pb = pick(records, fs, "copy", "patched", "buffered")
-    pu = pick(records, fs, "copy", "patched", "uncached")
+    pb, pu, _, _ = compared_runs(records, fs, "copy")
     return [ratio_target("copy, %s: uncached steady / buffered steady"
                          % streams(pu or pb), ratio(pu, pb), "report", None),
             growth_target(records, fs, "copy", None)]
@@ -423,8 +427,7 @@ def main_workloads(records, fs):
 def cpu_targets(records, fs):
     out = []
     for wl in main_workloads(records, fs):
-        pb = pick(records, fs, wl, "patched", "buffered")
-        pu = pick(records, fs, wl, "patched", "uncached")
+        pb, pu, _, _ = compared_runs(records, fs, wl)
         r = cpu_ratio(pu, pb)
         out.append(target("%s: kernel CPU per GiB, uncached / buffered" % wl,
                           None if r is None else "%.2f / %.2f s/GiB = %s" % (
@@ -464,15 +467,13 @@ def neighbour_targets(records, fs):
 def other_targets(records, fs):
     out = []
     for wl in main_workloads(records, fs):
-        pb = pick(records, fs, wl, "patched", "buffered")
-        ob = pick(records, fs, wl, "pristine", "buffered")
+        pb, _, _, ob = compared_runs(records, fs, wl)
         r = ratio(pb, ob)
         out.append(ratio_target("%s: patched buffered / pristine buffered"
                                 % wl, r, "within 3% (>= 0.97x)",
                                 at_least(r, 0.97)))
     for wl in main_workloads(records, fs):
-        pu = pick(records, fs, wl, "patched", "uncached")
-        pd = pick(records, fs, wl, "patched", "direct")
+        _, pu, pd, _ = compared_runs(records, fs, wl)
         out.append(ratio_target("%s: uncached / O_DIRECT" % wl,
                                 ratio(pu, pd), "report", None))
     return out
