@@ -9,7 +9,7 @@ FLAVOR ?= test
 CMD ?=
 
 ## TESTS='NAME...': make qemu-test: only these tests (tests/tests.list)
-## FS='FS...': make qemu-test: only these filesystems (ext4 xfs btrfs)
+## FS='FS...': make qemu-test: only these targets (scripts/*disks.list, blockdev)
 ## TREE=pristine: the pristine 6.12 kernel instead of the patched one
 ## FLAVOR=perf: the performance kernel (no KASAN, lockdep)
 ## CMD='...': make boot runs this shell command in the guest
@@ -21,6 +21,10 @@ CMD ?=
 ## STRESS_SEED=N: make stress: replay the run with this seed
 ## CRASH_ROUNDS=N: make crash-test: power cuts (default 1)
 ## CRASH_SEED=N: make crash-test: replay the run with this seed
+## SOAK_OPS=N: make soak: operations per checker process (50000)
+## SOAK_SEED=N: make soak: replay (or continue) the run with this seed
+## SOAK_FS='FS...': make soak: only these targets (default: all, blockdev too)
+## SOAK_RESTART=1: make soak: start over, not skipping targets that passed
 
 # The older spellings SERIES=none and SERIES=series still mean
 # TREE=pristine and TREE=patched.
@@ -39,9 +43,9 @@ endif
 KARGS := $(TREE) $(FLAVOR)
 CHECKPATCH := build/src/pristine/scripts/checkpatch.pl
 
-.PHONY: all deps source kernel initramfs qemu-test boot harness-selftest \
-	check-series crash-test stress qemu-baseline demo bench clean distclean \
-	help lint
+.PHONY: all deps source kernel initramfs qemu-test qemu-test-matrix boot \
+	harness-selftest check-series crash-test stress qemu-baseline demo bench \
+	clean distclean help lint soak
 
 ## all: kernel and initramfs (the default)
 all: kernel initramfs
@@ -78,6 +82,10 @@ $(CHECKPATCH):
 qemu-test: lint kernel initramfs
 	@scripts/qemu-test.sh --tests '$(TESTS)' --fs '$(FS)' $(KARGS)
 
+## qemu-test-matrix: qemu-test plus every mount/mkfs configuration (35 min)
+qemu-test-matrix: lint kernel initramfs
+	@scripts/qemu-test.sh --matrix --tests '$(TESTS)' --fs '$(FS)' $(KARGS)
+
 ## boot: a shell in the guest, or with CMD='...' one command
 boot: kernel initramfs
 	@scripts/boot.sh $(KARGS) '$(subst ','\'',$(CMD))'
@@ -93,6 +101,10 @@ crash-test: kernel initramfs
 ## stress: long randomized checker run + crash-test (about 9 min)
 stress: kernel initramfs
 	@scripts/stress.sh $(KARGS)
+
+## soak: the checkers at length, a boot per target, resumable (hours)
+soak: kernel initramfs
+	@scripts/soak.sh $(KARGS)
 
 ## qemu-baseline: the tests on pristine 6.12: feature tests must fail
 qemu-baseline: initramfs

@@ -152,7 +152,7 @@ make_tools_dir() {
 # The disk list of this run: the bench disks, and fio's tools disk.
 write_disks_list() {
 	list_entries "$BENCH_DISKS"
-	uses_fio && printf 'tools\t256M\tmkfs.ext4 -F -q -d %s\n' "$TOOLS_DIR"
+	uses_fio && printf 'tools\t256M\traw\t-\tmkfs.ext4 -F -q -d %s\n' "$TOOLS_DIR"
 	return 0
 }
 

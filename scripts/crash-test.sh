@@ -38,9 +38,11 @@ GUEST_MEM=1G
 USAGE="crash-test.sh TREE FLAVOR"
 declare -A WROTE VERIFIED CHECKED REPLAY
 
+# fsck_command FS: the read-only check of the filesystem target FS (by its
+# type, scripts/fsck.list).
 fsck_command() {
 	list_entries "$TOP/scripts/fsck.list" |
-		awk -v fs="$1" '$1 == fs { $1 = ""; sub(/^ +/, ""); print }'
+		awk -v type="$(fs_type "$1")" '$1 == type { $1 = ""; sub(/^ +/, ""); print }'
 }
 
 # boot DIR CMD DONE: boot on the round's disks running CMD, a line per

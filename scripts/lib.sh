@@ -106,7 +106,9 @@ PATCHED_SRC=$SRC_DIR/patched
 RESULTS=$BUILD/results
 TIMES=$BUILD/times	# KIND.list: "STEP SECONDS" of earlier runs, for estimates
 INITRD=$BUILD/initramfs/initramfs.cpio	# scripts/build-initramfs.sh
-DISKS_FILE=$TOP/scripts/disks.list	# the filesystems under test
+DISKS_FILE=$TOP/scripts/disks.list	# the filesystems of make qemu-test
+MATRIX_FILE=$TOP/scripts/matrix-disks.list	# and those make qemu-test-matrix adds
+LEFT_OUT_FILE=$TOP/tests/left-out.list	# tests a filesystem target skips, and why
 # the block-device target: its raw disks (the first one's name names the
 # target) and its tests
 DEVICES_FILE=$TOP/scripts/devices.list
@@ -118,9 +120,88 @@ GUEST_TIMEOUT=3600	# seconds: the whole suite takes 10-30 min under TCG
 GUEST_MEM=384M		# uncached_memory_pressure needs a guest with little RAM
 GUEST_SMP=2
 
-# all_filesystems: the filesystems of scripts/disks.list, on one line.
+# all_filesystems: the filesystems of scripts/disks.list, on one line;
+# matrix_filesystems: those of scripts/matrix-disks.list.
 all_filesystems() {
 	first_words "$DISKS_FILE" | paste -s -d ' '
+}
+
+matrix_filesystems() {
+	first_words "$MATRIX_FILE" | paste -s -d ' '
+}
+
+# disk_lists: the list files that describe the disks a guest may get, by
+# name (columns: name size type options mkfs-command): DISKS_LIST when set
+# (make bench and make demo have their own), else the filesystems of both
+# lists and the raw disks of the block-device target.
+disk_lists() {
+	if [ -n "${DISKS_LIST:-}" ]; then
+		echo "$DISKS_LIST"
+	else
+		printf '%s\n' "$DISKS_FILE" "$MATRIX_FILE" "$DEVICES_FILE"
+	fi
+}
+
+# disk_line NAME: the line of the disk NAME in the disk lists (empty when
+# none has it).
+disk_line() {
+	local list
+	for list in $(disk_lists); do
+		list_entries "$list"
+	done | awk -v name="$1" '$1 == name { print; exit }'
+}
+
+# fs_type NAME: the filesystem type of the disk NAME ("raw": never mounted).
+fs_type() {
+	disk_line "$1" | awk '{print $3}'
+}
+
+# mount_specs NAME...: "NAME:TYPE:OPTIONS" of each disk that the guest
+# mounts (not the raw ones), for its /init; dies on an unknown name.
+mount_specs() {
+	local name line type opts specs=()
+	for name in "$@"; do
+		line=$(disk_line "$name")
+		[ -n "$line" ] || die "no disk '$name' in $(disk_lists | paste -s -d ' ')"
+		read -r _ _ type opts _ <<<"$line"
+		[ "$type" = raw ] || specs+=("$name:$type:$opts")
+	done
+	echo "${specs[*]}"
+}
+
+# left_out_tests TARGET: the tests tests/left-out.list leaves out on the
+# filesystem target TARGET, one per line.
+left_out_tests() {
+	list_entries "$LEFT_OUT_FILE" | awk -v t="$1" '$1 == t {print $2}'
+}
+
+# target_tests TARGET: the entries of a test list (on stdin) that run on
+# TARGET: all but those it leaves out.
+target_tests() {
+	list_entries - | awk -v skip="$(left_out_tests "$1" | paste -s -d ' ')" '
+		BEGIN { n = split(skip, w, " "); for (i = 1; i <= n; i++) out[w[i]] = 1 }
+		!($1 in out)'
+}
+
+# target_plans LIST TARGET...: "TARGET=N ..." with the number of tests of
+# the list file LIST that each TARGET runs (verdict.sh's plans).
+target_plans() {
+	local tests target counts=()
+	tests=$(cat "$1")	# read once: LIST may be a pipe
+	shift
+	for target in "$@"; do
+		counts+=("$target=$(target_tests "$target" <<<"$tests" | wc -l)")
+	done
+	echo "${counts[*]}"
+}
+
+# plans_total PLANS: the number of test runs of "TARGET=N ..." plans.
+plans_total() {
+	local word n=0
+	for word in $1; do
+		n=$((n + ${word#*=}))
+	done
+	echo "$n"
 }
 
 # device_target: the name of the block-device target ("blockdev").
@@ -229,10 +310,14 @@ guest_progress() {
 			fi
 		elif [[ $line =~ ^run-tests:\ ([^ ]+\ [^ :]+):\ (.*)$ ]]; then
 			step=${BASH_REMATCH[1]}
-			case ${BASH_REMATCH[2]} in
+			result=${BASH_REMATCH[2]}
+			# a kernel message the console printed into the line
+			[[ ! $result =~ ^(.*[^ ])\[\ *[0-9]+\.[0-9]+\]\  ]] ||
+				result=${BASH_REMATCH[1]}
+			case $result in
 			ok) result=ok ;;
 			skip) result=skipped ;;
-			*) result="FAILED: ${BASH_REMATCH[2]}" ;;
+			*) result="FAILED: $result" ;;
 			esac
 		elif [[ $line =~ ^crash-write:\ /mnt/([^:]+):\ (synced\ [^\(]*) ]]; then
 			step="${BASH_REMATCH[1]} write" result=${BASH_REMATCH[2]% }
@@ -256,6 +341,13 @@ guest_progress() {
 # as it grows, on stderr, until the process PID (run-qemu.sh) exits.
 follow_guest() {
 	tail -n +1 -F --pid="$2" "$1" 2>/dev/null | guest_progress "$3" "${4:-0}" >&2 || true
+}
+
+# checker_ops TAP: the operations of the checker processes that passed in
+# a runner TAP file (their "ok N fsx proc I seed=S ops=N" lines).
+checker_ops() {
+	[ -f "$1" ] || { echo 0; return; }
+	awk '/^    ok [0-9]+ fsx proc / { sub(/.*ops=/, ""); n += $1 } END { print n + 0 }' "$1"
 }
 
 # record_times KIND STEP SECONDS...: keep how long steps took, for

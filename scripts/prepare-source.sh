@@ -41,6 +41,19 @@ copy_patched_from_pristine() {
 	mkdir -p "$APPLIED_COPY"
 }
 
+# patch_body PATCH: the patch without its header (message and diffstat):
+# from the first line that starts a file's diff on.
+patch_body() {
+	awk '/^(diff |Index: |--- [^ ]*\/)/ { body = 1 } body' "$1"
+}
+
+# same_diff PATCH APPLIED: whether the two patches change the same lines; a
+# new commit message alone does not make the tree be patched again (and so
+# rebuilt).
+same_diff() {
+	[ -f "$2" ] && cmp -s <(patch_body "$1") <(patch_body "$2")
+}
+
 # The number of leading applied patches that are still in the series, in
 # the same place, with the same content as when they were applied.
 unchanged_prefix() {
@@ -50,7 +63,7 @@ unchanged_prefix() {
 	mapfile -t wanted < <(series_patches)
 	while [ $i -lt ${#applied[@]} ] && [ $i -lt ${#wanted[@]} ]; do
 		[ "${applied[$i]}" = "${wanted[$i]}" ] || break
-		cmp -s "$TOP/patches/${wanted[$i]}" "$APPLIED_COPY/${wanted[$i]}" || break
+		same_diff "$TOP/patches/${wanted[$i]}" "$APPLIED_COPY/${wanted[$i]}" || break
 		i=$((i + 1))
 	done
 	echo $i

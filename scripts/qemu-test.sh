@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# qemu-test.sh [--tests 'NAME...'] [--fs 'FS...'] TREE FLAVOR - boot
-# build/kernel/TREE-FLAVOR (make qemu-test: patched test) with the test
-# initramfs, run the guest tests on every filesystem and on the
-# block-device target, and judge the run (verdict.sh).
+# qemu-test.sh [--matrix] [--tests 'NAME...'] [--fs 'FS...'] TREE FLAVOR -
+# boot build/kernel/TREE-FLAVOR (make qemu-test: patched test) with the
+# test initramfs, run the guest tests on every filesystem target of
+# scripts/disks.list and on the block-device target, and judge the run
+# (verdict.sh). A target skips the tests tests/left-out.list names for it.
+#   --matrix also the filesystem configurations of
+#            scripts/matrix-disks.list (make qemu-test-matrix); results in
+#            build/results/qemu-test-matrix/
 #   --tests  only these tests of tests/tests.list and tests/blockdev.list
 #            (make qemu-test TESTS=...)
-#   --fs     only these filesystems of scripts/disks.list and/or the
-#            block-device target 'blockdev' (make ... FS=...)
+#   --fs     only these filesystem targets of scripts/disks.list or
+#            matrix-disks.list and/or the block-device target 'blockdev'
+#            (make ... FS=...)
 # Empty or absent: all of them. A subset is judged like the whole suite:
 # the full plan of the tests chosen on each target chosen, the done
 # signal, no kernel splat.
@@ -22,6 +27,7 @@ set -euo pipefail
 
 SUITE_TESTS=	# the tests chosen (--tests); empty: all of both lists
 SUITE_FS=	# the targets chosen (--fs); empty: all filesystems and blockdev
+SUITE_MATRIX=0	# --matrix: all filesystems means those of matrix-disks.list too
 
 # check_names WHAT VALID NAME...: fail unless every NAME is one of the
 # words VALID (one per line), naming the valid ones.
@@ -61,8 +67,10 @@ suite_device_tests() {
 # The filesystems under test (none when no file test is chosen) and the
 # block-device target (when chosen and one of its tests is).
 suite_fslist() {
+	local lists=("$DISKS_FILE")
 	[ -n "$(suite_tests)" ] || return 0
-	chosen "$DISKS_FILE" "$SUITE_FS" | awk '{print $1}' | paste -s -d ' '
+	[ "$SUITE_MATRIX" = 0 ] && [ -z "$SUITE_FS" ] || lists+=("$MATRIX_FILE")
+	cat "${lists[@]}" | chosen - "$SUITE_FS" | awk '{print $1}' | paste -s -d ' '
 }
 
 suite_device() {
@@ -77,22 +85,19 @@ suite_targets() {
 	echo "$(suite_fslist) $(suite_device)" | xargs
 }
 
-# suite_plans: the plan each target must have, "TARGET=N ..." (verdict.sh).
+# suite_plans: the plan each target must have, "TARGET=N ..." (verdict.sh):
+# the tests chosen less those tests/left-out.list leaves out there.
 suite_plans() {
-	local fs dev plans=()
-	for fs in $(suite_fslist); do
-		plans+=("$fs=$(suite_tests | wc -l)")
-	done
+	local dev
 	dev=$(suite_device)
-	[ -z "$dev" ] || plans+=("$dev=$(suite_device_tests | wc -l)")
-	echo "${plans[*]}"
+	# shellcheck disable=SC2046 # the targets are words
+	echo "$(target_plans <(suite_tests) $(suite_fslist))" \
+		"${dev:+$(target_plans <(suite_device_tests) "$dev")}" | xargs
 }
 
 # suite_nruns: the number of test runs (tests x targets).
 suite_nruns() {
-	local dev=0
-	[ -z "$(suite_device)" ] || dev=$(suite_device_tests | wc -l)
-	echo $(($(suite_tests | wc -l) * $(wc -w <<<"$(suite_fslist)") + dev))
+	plans_total "$(suite_plans)"
 }
 
 # choose_subset TESTS FS: check and keep the subset of --tests and --fs.
@@ -102,7 +107,8 @@ choose_subset() {
 	read -ra fs <<<"$2"
 	check_names test "$(first_words "$TOP/tests/tests.list"; first_words "$DEVICE_TESTS_FILE")" \
 		"${tests[@]}"
-	check_names filesystem "$(first_words "$DISKS_FILE"; device_target)" "${fs[@]}"
+	check_names filesystem "$(first_words "$DISKS_FILE"; first_words "$MATRIX_FILE"
+		device_target)" "${fs[@]}"
 	SUITE_TESTS=${tests[*]}
 	SUITE_FS=${fs[*]}
 	[ -n "$(suite_targets)" ] ||
@@ -135,13 +141,14 @@ run_suite() {
 	fi
 }
 
-USAGE="qemu-test.sh [--tests 'NAME...'] [--fs 'FS...'] TREE FLAVOR"
+USAGE="qemu-test.sh [--matrix] [--tests 'NAME...'] [--fs 'FS...'] TREE FLAVOR"
 
 main() {
 	help_if_asked "$@"
 	local want_tests='' want_fs='' dir=$RESULTS/qemu-test kernel
 	while [ $# -gt 2 ]; do
 		case $1 in
+		--matrix) SUITE_MATRIX=1 dir=$RESULTS/qemu-test-matrix; shift; continue ;;
 		--tests) want_tests=$2 ;;
 		--fs) want_fs=$2 ;;
 		*) die "usage: $USAGE" ;;

@@ -14,8 +14,11 @@
 #
 # Options: --kernel BZIMAGE --initrd CPIO --results DIR (required)
 #   --mode test|shell|cmd|probe   (test)     --cmd 'SHELL COMMAND' (mode cmd)
-#   --fs 'ext4 xfs btrfs blockdev'|none  disks: filesystems (disks.list) and
-#                 the block-device target (its raw disks: devices.list)
+#   --fs 'ext4 xfs btrfs blockdev'|none  disks: filesystem targets
+#                 (disks.list, matrix-disks.list; the guest mounts each as
+#                 its line says, and skips the tests tests/left-out.list
+#                 names for it) and the block-device target (its raw disks:
+#                 devices.list)
 #   --tests-list FILE  tests to run on the filesystems
 #   --device-tests-list FILE  tests to run on the block-device target
 #   --disks DIR   attach the images DIR/FS.img as they are (nothing is
@@ -166,8 +169,15 @@ kernel_cmdline() {
 # The per-run part of the initramfs: run.conf (and the command), appended to
 # the base archive; the kernel unpacks both.
 make_run_initrd() {
-	local dir=$RESULTS_DIR/run-cpio supported
+	local dir=$RESULTS_DIR/run-cpio supported mounts fs test left_out=()
 	supported=$(list_entries "$TOP/tests/supported-fs.list" | paste -s -d ' ')
+	# shellcheck disable=SC2086 # names
+	mounts=$(mount_specs $FILESYSTEMS)
+	for fs in $FILESYSTEMS; do
+		for test in $(left_out_tests "$fs"); do
+			left_out+=("$fs:$test")
+		done
+	done
 	mkdir -p "$dir"
 	cat >"$dir/run.conf" <<-CONF
 	mode=$MODE
@@ -176,6 +186,8 @@ make_run_initrd() {
 	filesystems="$FILESYSTEMS"
 	devices="$DEVICES"
 	raw_disks="$(raw_disk_names)"
+	mounts="$mounts"
+	left_out="${left_out[*]}"
 	supported_fs="$supported"
 	test_env="$TEST_ENV"
 	CONF

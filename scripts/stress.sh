@@ -43,13 +43,11 @@ run_checkers() {
 	dev=$(device_target)
 	ntests=$(list_entries "$list" | wc -l)
 	ndev=$(list_entries "$devlist" | wc -l)
-	plans="$dev=$ndev"
-	for fs in $fslist; do
-		plans+=" $fs=$ntests"
-	done
+	# shellcheck disable=SC2086 # the targets are words
+	plans="$(target_plans "$list" $fslist) $(target_plans "$devlist" "$dev")"
 	log "stress: $ntests tests on $fslist and $ndev on $dev, $OPS ops x $NPROC processes," \
 		"seed $SEED, $(estimate_tests "$kind" "$list" "$fslist" "$devlist" "$dev")"
-	watch_guest $((ntests * $(wc -w <<<"$fslist") + ndev)) 0 - "$kernel" "$OUT" \
+	watch_guest "$(plans_total "$plans")" 0 - "$kernel" "$OUT" \
 		--tests-list "$list" --device-tests-list "$devlist" --fs "$fslist $dev" \
 		--env "UNCACHED_STRESS_OPS=$OPS UNCACHED_STRESS_NPROC=$NPROC UNCACHED_STRESS_SEED=$SEED"
 	record_test_times "$kind" "$OUT/console.log"
@@ -61,9 +59,7 @@ report_ops() {
 	local tap
 	for tap in "$OUT"/*.tap; do
 		[ -e "$tap" ] || continue
-		awk -v fs="$(basename "$tap" .tap)" '
-			/^    ok [0-9]+ fsx proc / { sub(/.*ops=/, ""); n += $1 }
-			END { printf "stress.sh: %s: %d checker operations passed\n", fs, n }' "$tap" >&2
+		log "$(basename "$tap" .tap): $(checker_ops "$tap") checker operations passed"
 	done
 }
 

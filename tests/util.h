@@ -37,7 +37,7 @@
 #define __NR_cachestat 451
 #endif
 
-/* The mount point under test (argv[1]) and its filesystem's name. */
+/* The mount point under test (argv[1]) and its filesystem type (UNCACHED_FS). */
 static const char *test_dir;
 static const char *test_fs;
 
