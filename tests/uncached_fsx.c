@@ -5,32 +5,56 @@
  * io_uring), O_DIRECT and mmap reads and writes, truncate, fallocate,
  * fsync and cache drops on one file, with every read (and, now and then
  * and at the end, the whole file read back from disk) checked against an
- * in-memory model of the file.
+ * in-memory model of the file. On a file also:
+ *  - copy-range: copy_file_range() of a range to one of the same file that
+ *    does not overlap it (a reflink on XFS and btrfs where aligned);
+ *  - clone-range: FICLONERANGE likewise, of whole blocks (st_blksize), or
+ *    up to EOF and then past it (the partial last block too);
+ *  - dio-mix: O_DIRECT and uncached (or cached) I/O on one aligned range,
+ *    right after each other: uncached write then O_DIRECT read, O_DIRECT
+ *    write then uncached read, both writes, or a cached read first;
+ *  - a cached reader: a thread beside each process that keeps reading
+ *    ranges of its file, about one per op (half of them the range the
+ *    latest change op changed), with plain preadv2() or (a quarter)
+ *    through a mapping, checked against the model. It holds a shared lock
+ *    that ops changing the file (and the whole-file check) take
+ *    exclusively: it reads between those and during the others, and its
+ *    cached reads adopt the folios uncached I/O flagged. Its timing
+ *    varies; the ops (and their data) replay by seed.
+ * A filesystem that lacks copy_file_range(), FICLONERANGE (ext4) or
+ * O_DIRECT gets those ops skipped (a diag says so once, the counts show
+ * them), never failed; a failing call that the filesystem supports fails.
  *
- *	uncached_fsx [-s SEED] [-n OPS] [-l MAXLEN] [-P NPROC] [-v] DIR|BLOCKDEV
+ *	uncached_fsx [-s SEED] [-n OPS] [-l MAXLEN] [-P NPROC] [-R] [-v]
+ *		     DIR|BLOCKDEV
  *
  * -P forks NPROC processes, process i on its own file DIR/fsx.PID.i with
  * seed SEED + i: one TAP case each. Defaults come from the environment:
  * UNCACHED_STRESS_SEED (else time and pid), UNCACHED_STRESS_OPS (2000 ops
  * per process), UNCACHED_STRESS_NPROC (2); MAXLEN (the largest file) is
- * 1 MiB. One process replays exactly with the same seed (-P 1). A failure
- * prints the bad bytes, the last operations and the replay command.
+ * 1 MiB. One process replays exactly with the same seed (-P 1; -R without
+ * the cached reader). A failure prints the bad bytes, the last operations
+ * and the replay command. Each process ends with its op counts per kind.
  *
  * Given a block device (a disk of its own: its contents are overwritten),
  * process i works on region i of it, [i * R, (i + 1) * R) with R = MAXLEN
  * rounded up to 1 MiB, at most the device size / NPROC rounded down to
  * 1 MiB, through the device node (a buffered and an O_DIRECT fd, mappings
  * of the region). The region starts as a known pattern (written with
- * O_DIRECT) and has a fixed size: truncate and fallocate are not drawn,
- * reads and writes stay in the region. A drop is fadvise(DONTNEED) of the
- * region (rarely fsync first, never drop_caches), the whole-file check an
- * O_DIRECT read of the region after fsync. Offsets in the output are
+ * O_DIRECT) and has a fixed size: truncate, fallocate and the file-only
+ * ops above are not drawn (the ops drawn are those of the file mode before
+ * they came: a seed replays as it did), reads and writes stay in the
+ * region, and there is no cached reader. A drop is fadvise(DONTNEED) of
+ * the region (rarely fsync first, never drop_caches), the whole-file check
+ * an O_DIRECT read of the region after fsync. Offsets in the output are
  * relative to the region; the replay command (-l R -P 1) runs on region 0.
  */
 #include "uncached_blockdev.h"
 
 #include <liburing.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -42,11 +66,12 @@
 #define MAX_INFLIGHT	4	/* io_uring requests in flight */
 #define DIO_ALIGN	4096
 #define REGION_ALIGN	(1ULL << 20)	/* of the regions of a device */
+#define READS_PER_OP	1	/* of the cached reader, at most */
 
 enum op_type {
 	OP_READ, OP_WRITE, OP_UREAD, OP_UWRITE, OP_RING_READ, OP_RING_WRITE,
 	OP_DREAD, OP_DWRITE, OP_MREAD, OP_MWRITE, OP_TRUNCATE, OP_FALLOC,
-	OP_FSYNC, OP_DROP, OP_NR
+	OP_FSYNC, OP_DROP, OP_COPY, OP_CLONE, OP_DIO_MIX, OP_NR
 };
 
 struct op {
@@ -66,7 +91,7 @@ struct op_desc {
 	bool (*run)(struct op *op);
 	bool writes_data;	/* fills [off, off + len) with pattern seed */
 	bool reads;		/* may reach past MAXLEN (of a file) */
-	bool resizes;		/* not drawn on a device */
+	bool file_only;		/* not drawn on a device (may resize) */
 };
 
 static const struct op_desc op_descs[OP_NR];
@@ -81,6 +106,10 @@ static struct {
 	const char *dir;	/* or the block device */
 	bool dev;		/* MAXLEN is the size of a region */
 	uint64_t dev_size;
+	bool no_reader;		/* -R */
+	bool copy_ok;		/* copy_file_range() works (probe_ops) */
+	bool clone_ok;		/* FICLONERANGE does */
+	uint64_t clone_bs;	/* its alignment: st_blksize */
 } cfg;
 
 /* One checker process: its file, the model of it, its log. */
@@ -103,6 +132,36 @@ static struct {
 	unsigned int falloc_off;	/* fallocate modes the fs refuses */
 	struct op log[LOG_LEN];
 } fx;
+
+/*
+ * The cached reader thread of a process on a file (reader_main). It reads
+ * the model under the shared lock, which the ops that change the file
+ * take exclusively (they set hot_*). A failure is kept here for the main
+ * thread to report: the bytes read and those the model held then.
+ */
+static struct {
+	pthread_rwlock_t lock;
+	pthread_t thread;
+	bool running;
+	atomic_bool stop;
+	atomic_bool failed;
+	atomic_long ran;	/* ops the main thread completed */
+	uint64_t rng;
+	uint64_t hot_off;	/* the range the last change op changed */
+	uint64_t hot_len;
+	unsigned char *got;
+	unsigned char *want;	/* a failure: the model's bytes */
+	long reads;		/* preadv2() checked */
+	long mreads;		/* mapped reads checked */
+	long hot;		/* of them, of the hot range */
+	/* a failure: what, where, and what the call returned */
+	const char *call;
+	uint64_t off;
+	uint64_t len;		/* the bytes expected */
+	ssize_t ret;
+	int err;
+	long after;		/* ops completed when it failed */
+} rd;
 
 static void __attribute__((format(printf, 1, 2))) pdiag(const char *fmt, ...)
 {
@@ -136,7 +195,13 @@ static bool op_bounded(const struct op *op)
 
 static int op_weight(int type)
 {
-	return cfg.dev && op_descs[type].resizes ? 0 : op_descs[type].weight;
+	return cfg.dev && op_descs[type].file_only ? 0 : op_descs[type].weight;
+}
+
+/* Does the op change the file's data or size? The cached reader waits. */
+static bool op_changes(int type)
+{
+	return op_descs[type].writes_data || op_descs[type].file_only;
 }
 
 static const char *format_op(const struct op *op)
@@ -162,22 +227,13 @@ static void dump_log(void)
 		pdiag("%s", format_op(&fx.log[nr % LOG_LEN]));
 }
 
-/* Report a failure of operation @op (NULL: the whole-file check). */
-static bool __attribute__((format(printf, 2, 3)))
-fail(const struct op *op, const char *fmt, ...)
+/* Report a failure @where ("at op 7 (read)"): the message, log, replay. */
+static bool vfail(const char *where, const char *fmt, va_list ap)
 {
 	char msg[256];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (op)
-		pdiag("FAILED at op %ld (%s): %s", op->nr,
-		      op_descs[op->type].name, msg);
-	else
-		pdiag("FAILED in the whole-file check after op %ld: %s",
-		      fx.nr, msg);
+	pdiag("FAILED %s: %s", where, msg);
 	if (cfg.dev)
 		pdiag("seed %llu, block device %s, region %d: [%llu, +%llu) (offsets are relative to it)",
 		      (unsigned long long)fx.seed, fx.path, fx.proc,
@@ -192,6 +248,38 @@ fail(const struct op *op, const char *fmt, ...)
 	      cfg.dev ? " (on region 0)" : "", (unsigned long long)fx.seed,
 	      fx.nr + 1, (unsigned long long)cfg.maxlen, cfg.dir);
 	return false;
+}
+
+static bool __attribute__((format(printf, 2, 3)))
+fail_at(const char *where, const char *fmt, ...)
+{
+	va_list ap;
+	bool ret;
+
+	va_start(ap, fmt);
+	ret = vfail(where, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+/* Report a failure of operation @op (NULL: the whole-file check). */
+static bool __attribute__((format(printf, 2, 3)))
+fail(const struct op *op, const char *fmt, ...)
+{
+	char where[80];
+	va_list ap;
+	bool ret;
+
+	if (op)
+		snprintf(where, sizeof(where), "at op %ld (%s)", op->nr,
+			 op_descs[op->type].name);
+	else
+		snprintf(where, sizeof(where),
+			 "in the whole-file check after op %ld", fx.nr);
+	va_start(ap, fmt);
+	ret = vfail(where, fmt, ap);
+	va_end(ap);
+	return ret;
 }
 
 static bool fail_errno(const struct op *op, const char *call, ssize_t ret,
@@ -249,15 +337,12 @@ static const char *origin(uint64_t pos, const unsigned char *p, uint64_t n)
 	return "unknown data";
 }
 
-/* Do @n bytes @got, read at file offset @off, match the model? */
-static bool check_data(const struct op *op, const unsigned char *got,
-		       uint64_t off, uint64_t n, const char *what)
+/* Show where @n bytes @got, read at file offset @off, differ from @want. */
+static void diag_mismatch(const unsigned char *got, const unsigned char *want,
+			  uint64_t off, uint64_t n, const char *what)
 {
-	const unsigned char *want = fx.model + off;
 	uint64_t first, last, i, bad = 0, from;
 
-	if (!memcmp(got, want, n))
-		return true;
 	for (first = 0; got[first] == want[first]; first++)
 		;
 	for (i = last = first; i < n; i++)
@@ -275,6 +360,15 @@ static bool check_data(const struct op *op, const unsigned char *got,
 	pdiag("expected %s, got %s (the last %d ops searched)",
 	      origin(off + first, want + first, n),
 	      origin(off + first, got + first, n), LOG_LEN);
+}
+
+/* Do @n bytes @got, read at file offset @off, match the model? */
+static bool check_data(const struct op *op, const unsigned char *got,
+		       uint64_t off, uint64_t n, const char *what)
+{
+	if (!memcmp(got, fx.model + off, n))
+		return true;
+	diag_mismatch(got, fx.model + off, off, n, what);
 	return fail(op, "%s returned wrong data", what);
 }
 
@@ -300,6 +394,30 @@ static void model_write(uint64_t off, uint64_t len, unsigned int seed)
 static void model_zero(uint64_t off, uint64_t len)
 {
 	memset(fx.model + off, 0, len);
+}
+
+/* @n bytes at @src copied to @dst (ranges that do not overlap). */
+static void model_copy(uint64_t dst, uint64_t src, uint64_t n)
+{
+	memmove(fx.model + dst, fx.model + src, n);
+	if (dst + n > fx.size)
+		fx.size = dst + n;
+}
+
+/* Add to the op's note (what it chose), after what it holds. */
+static void __attribute__((format(printf, 2, 3)))
+add_note(struct op *op, const char *fmt, ...)
+{
+	size_t n = strlen(op->note);
+	va_list ap;
+
+	if (n && op->note[n - 1] != ' ' && n + 2 < sizeof(op->note)) {
+		memcpy(op->note + n, ", ", 3);
+		n += 2;
+	}
+	va_start(ap, fmt);
+	vsnprintf(op->note + n, sizeof(op->note) - n, fmt, ap);
+	va_end(ap);
 }
 
 static bool write_done(const struct op *op, const char *call, ssize_t ret)
@@ -359,7 +477,7 @@ static bool do_uread(struct op *op)
 	int n = make_iovecs(iov, buf, op->len, op->aux);
 	ssize_t ret = preadv2(fx.fd, iov, n, pos_of(op->off), RWF_UNCACHED);
 
-	snprintf(op->note, sizeof(op->note), "segs %d", n);
+	add_note(op, "segs %d", n);
 	return check_read(op, "preadv2(RWF_UNCACHED)", ret, buf, op->off,
 			  op->len);
 }
@@ -370,7 +488,7 @@ static bool do_uwrite(struct op *op)
 	unsigned char *buf = op_buf(op);
 	int n = make_iovecs(iov, buf, op->len, op->aux);
 
-	snprintf(op->note, sizeof(op->note), "segs %d", n);
+	add_note(op, "segs %d", n);
 	fill_pattern(buf, op->len, op->off, op->seed);
 	return write_done(op, "pwritev2(RWF_UNCACHED)",
 			  pwritev2(fx.fd, iov, n, pos_of(op->off),
@@ -691,8 +809,175 @@ static bool do_drop(struct op *op)
 	return fadvise_dontneed(op);
 }
 
+/*
+ * A destination for @len bytes from @src of the same file: a multiple of
+ * @align in [@lo, MAXLEN - @len] (@lo a multiple of @align) whose range
+ * does not overlap [@src, @src + @len), drawn with @r; false when there is
+ * none.
+ */
+static bool pick_dst(uint64_t src, uint64_t len, uint64_t lo, uint64_t align,
+		     uint64_t r, uint64_t *dst)
+{
+	uint64_t k0 = lo / align, k1, f0, f1, forbidden = 0, k;
+
+	if (!len || lo + len > cfg.maxlen)
+		return false;
+	k1 = (cfg.maxlen - len) / align;	/* the starts: k0..k1 */
+	f0 = src >= len ? (src - len) / align + 1 : 0;
+	f1 = (src + len - 1) / align;		/* those that overlap */
+	if (f0 < k0)
+		f0 = k0;
+	if (f1 > k1)
+		f1 = k1;
+	if (f0 <= f1)
+		forbidden = f1 - f0 + 1;
+	if (k1 - k0 + 1 == forbidden)
+		return false;
+	k = k0 + r % (k1 - k0 + 1 - forbidden);
+	if (forbidden && k >= f0)
+		k += forbidden;
+	*dst = k * align;
+	return true;
+}
+
+/*
+ * Call copy_file_range() from @src to @dst (same file) until @len bytes
+ * are copied or the source reaches EOF (as the file grows, a hole may
+ * follow), the model following each call. A call may copy less (a
+ * shortened reflink), never more than is there, and nothing only at EOF.
+ */
+static bool copy_loop(const struct op *op, uint64_t src, uint64_t dst,
+		      uint64_t len, uint64_t *done)
+{
+	for (*done = 0; *done < len;) {
+		loff_t in = src + *done, out = dst + *done;
+		uint64_t left = len - *done, there;
+		ssize_t ret;
+
+		there = src + *done >= fx.size ? 0 : fx.size - src - *done;
+		if (there > left)
+			there = left;
+		ret = copy_file_range(fx.fd, &in, fx.fd, &out, left, 0);
+		if (ret < 0 || (uint64_t)ret > there || (!ret && there))
+			return fail(op, "copy_file_range of %llu at %llu to %llu: %zd (%s), want 1..%llu (0 at EOF)",
+				    (unsigned long long)left,
+				    (unsigned long long)(src + *done),
+				    (unsigned long long)(dst + *done), ret,
+				    ret < 0 ? strerror(errno) : "no error",
+				    (unsigned long long)there);
+		if (!ret)
+			return true;
+		model_copy(dst + *done, src + *done, ret);
+		*done += ret;
+	}
+	return true;
+}
+
+/*
+ * copy_file_range() of [off, off + len) to a range of the same file that
+ * does not overlap it (the kernel refuses that); a reflink on XFS and
+ * btrfs where the ranges allow, else a copy through the page cache.
+ */
+static bool do_copy(struct op *op)
+{
+	uint64_t src = op->off, dst, done;
+
+	op->skipped = !cfg.copy_ok ||
+		      !pick_dst(src, op->len, 0, 1, op->aux, &dst);
+	if (op->skipped)
+		return true;
+	op->off = dst;
+	snprintf(op->note, sizeof(op->note), "from %llu",
+		 (unsigned long long)src);
+	if (!copy_loop(op, src, dst, op->len, &done))
+		return false;
+	if (done < op->len)
+		add_note(op, "%llu to EOF", (unsigned long long)done);
+	op->len = done;
+	return true;
+}
+
+/*
+ * FICLONERANGE of whole blocks of the file (cfg.clone_bs) to blocks of
+ * the same file that do not overlap them. A range that reaches EOF clones
+ * up to EOF, the partial last block too, and then only to blocks past the
+ * EOF block (the kernel refuses a partial block inside the destination).
+ */
+static bool do_clone(struct op *op)
+{
+	uint64_t bs = cfg.clone_bs, src, len, lo = 0, dst;
+	struct file_clone_range fcr;
+
+	op->skipped = !cfg.clone_ok || !fx.size;
+	if (op->skipped)
+		return true;
+	src = (op->off % fx.size) & ~(bs - 1);
+	len = (op->len + bs - 1) & ~(bs - 1);
+	if (src + len >= fx.size) {
+		len = fx.size - src;
+		lo = (fx.size + bs - 1) & ~(bs - 1);
+	}
+	op->skipped = !pick_dst(src, len, lo, bs, op->aux, &dst);
+	if (op->skipped)
+		return true;
+	snprintf(op->note, sizeof(op->note), "from %llu%s",
+		 (unsigned long long)src, lo ? " to EOF" : "");
+	op->off = dst;
+	op->len = len;
+	fcr = (struct file_clone_range){ .src_fd = fx.fd, .src_offset = src,
+					 .src_length = len,
+					 .dest_offset = dst };
+	if (ioctl(fx.fd, FICLONERANGE, &fcr))
+		return fail(op, "FICLONERANGE of %llu at %llu to %llu: %s",
+			    (unsigned long long)len, (unsigned long long)src,
+			    (unsigned long long)dst, strerror(errno));
+	model_copy(dst, src, len);
+	return true;
+}
+
+/* An uncached write of the op's range with data of pattern @seed. */
+static bool uwrite_seed(struct op *op, unsigned int seed)
+{
+	unsigned int own = op->seed;
+	bool ok;
+
+	op->seed = seed;
+	ok = do_uwrite(op);
+	op->seed = own;
+	return ok;
+}
+
+/*
+ * O_DIRECT and buffered I/O on one aligned range, one right after the
+ * other (the O_DIRECT fd and the buffered one), each read checked: the
+ * range ends with the op's data.
+ */
+static bool do_dio_mix(struct op *op)
+{
+	static const char *const mixes[] = {
+		"uwrite>dread", "dwrite>uread", "uwrite>dwrite>uread",
+		"read>dwrite>uread",
+	};
+	unsigned int m = op->aux % ARRAY_SIZE(mixes);
+
+	if (!dio_range(op))
+		return true;
+	snprintf(op->note, sizeof(op->note), "%s: ", mixes[m]);
+	switch (m) {
+	case 0:
+		return do_uwrite(op) && do_dread(op);
+	case 1:
+		return do_dwrite(op) && do_uread(op);
+	case 2:
+		return uwrite_seed(op, op->seed + 1) && do_dwrite(op) &&
+		       do_uread(op);
+	default:
+		return do_read(op) && do_dwrite(op) && do_uread(op);
+	}
+}
+
 static const struct op_desc op_descs[OP_NR] = {
-	/* name, weight, run, writes_data, reads, resizes */
+	/* name, weight, run, writes_data, reads, file_only */
 	[OP_READ] = { "read", 10, do_read, false, true, false },
 	[OP_WRITE] = { "write", 10, do_write, true, false, false },
 	[OP_UREAD] = { "uread", 14, do_uread, false, true, false },
@@ -707,6 +992,9 @@ static const struct op_desc op_descs[OP_NR] = {
 	[OP_FALLOC] = { "fallocate", 5, do_falloc, false, false, true },
 	[OP_FSYNC] = { "fsync", 2, do_fsync, false, false, false },
 	[OP_DROP] = { "drop", 2, do_drop, false, false, false },
+	[OP_COPY] = { "copy-range", 5, do_copy, false, false, true },
+	[OP_CLONE] = { "clone-range", 4, do_clone, false, false, true },
+	[OP_DIO_MIX] = { "dio-mix", 4, do_dio_mix, true, false, true },
 };
 
 static enum op_type pick_type(uint64_t r)
@@ -803,6 +1091,171 @@ static bool check_file(void)
 	return check_data(NULL, fx.buf, 0, fx.size, call);
 }
 
+/* The whole-file check, the cached reader kept out. */
+static bool locked_check_file(void)
+{
+	bool ok;
+
+	pthread_rwlock_wrlock(&rd.lock);
+	ok = check_file();
+	pthread_rwlock_unlock(&rd.lock);
+	return ok;
+}
+
+/*
+ * The cached reader failed: keep what it read (in rd.got) and what the
+ * model holds, for the main thread to report; returns false.
+ */
+static bool reader_failed(const char *call, uint64_t off, uint64_t len,
+			  ssize_t ret)
+{
+	rd.err = errno;
+	rd.call = call;
+	rd.off = off;
+	rd.len = len;
+	rd.ret = ret;
+	rd.after = atomic_load(&rd.ran);
+	memcpy(rd.want, fx.model + off, len);
+	return false;
+}
+
+/* Check @len bytes read at @off (the call returned @ret) against the model. */
+static bool reader_check(const char *call, uint64_t off, uint64_t len,
+			 ssize_t ret)
+{
+	if (ret == (ssize_t)len && !memcmp(rd.got, fx.model + off, len))
+		return true;
+	return reader_failed(call, off, len, ret);
+}
+
+/* A plain preadv2() of [off, off + len). */
+static bool reader_pread(uint64_t off, uint64_t len)
+{
+	struct iovec iov = { .iov_base = rd.got, .iov_len = len };
+	ssize_t ret = preadv2(fx.fd, &iov, 1, off, 0);
+
+	rd.reads++;
+	len = off >= fx.size ? 0 : (fx.size - off < len ? fx.size - off : len);
+	return reader_check("cached preadv2", off, len, ret);
+}
+
+/* A read of [off, off + len), moved into the file, through a mapping. */
+static bool reader_mread(uint64_t off, uint64_t len)
+{
+	unsigned char *map;
+
+	if (!fx.size)
+		return true;
+	off %= fx.size;
+	if (len > fx.size - off)
+		len = fx.size - off;
+	map = mmap(NULL, fx.size, PROT_READ, MAP_SHARED, fx.fd, 0);
+	if (map == MAP_FAILED)
+		return reader_failed("mmap", off, 0, -1);
+	memcpy(rd.got, map + off, len);
+	munmap(map, fx.size);
+	rd.mreads++;
+	return reader_check("cached mapped read", off, len, len);
+}
+
+/*
+ * One read of the cached reader: a quarter through a mapping, half of the
+ * range the last change op changed, the others of a random range.
+ */
+static bool reader_read(void)
+{
+	uint64_t r = rand64(&rd.rng), off, len;
+
+	if ((r & 2) && rd.hot_len) {
+		off = rd.hot_off;
+		len = rd.hot_len;
+		rd.hot++;
+	} else {
+		off = (r >> 8) % cfg.maxlen;
+		len = draw_len(rand64(&rd.rng));
+	}
+	if (off + len > cfg.maxlen)
+		len = cfg.maxlen - off;
+	return (r & 5) == 5 ? reader_mread(off, len) : reader_pread(off, len);
+}
+
+/* The cached reader: READS_PER_OP reads per op, each under the lock. */
+static void *reader_main(void *arg)
+{
+	bool ok = true;
+
+	(void)arg;
+	while (ok && !atomic_load(&rd.stop)) {
+		if (rd.reads + rd.mreads >=
+		    atomic_load(&rd.ran) * READS_PER_OP) {
+			usleep(1000);
+			continue;
+		}
+		pthread_rwlock_rdlock(&rd.lock);
+		ok = reader_read();
+		pthread_rwlock_unlock(&rd.lock);
+	}
+	atomic_store(&rd.failed, !ok);
+	return NULL;
+}
+
+/*
+ * The lock of the ops, writer first (a waiting op keeps new reads out),
+ * and on a file (without -R) the cached reader.
+ */
+static void reader_start(void)
+{
+	int kind = PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP, err;
+	pthread_rwlockattr_t attr;
+
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr, kind);
+	pthread_rwlock_init(&rd.lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
+	if (cfg.dev || cfg.no_reader)
+		return;
+	rd.rng = fx.seed ^ 0x6361636865ULL;
+	rd.got = malloc(cfg.maxlen);
+	rd.want = malloc(cfg.maxlen);
+	if (!rd.got || !rd.want)
+		tap_bail("out of memory");
+	err = pthread_create(&rd.thread, NULL, reader_main, NULL);
+	if (err)
+		tap_bail("pthread_create: %s", strerror(err));
+	rd.running = true;
+}
+
+/* Report a failure of the cached reader, if it had one. */
+static bool reader_ok(void)
+{
+	char where[80];
+
+	if (!atomic_load(&rd.failed))
+		return true;
+	snprintf(where, sizeof(where), "in the cached reader, %ld ops done",
+		 rd.after);
+	if (rd.ret != (ssize_t)rd.len) {
+		errno = rd.err;
+		return fail_at(where, "%s of %llu at %llu: %zd (%s)", rd.call,
+			       (unsigned long long)rd.len,
+			       (unsigned long long)rd.off, rd.ret,
+			       rd.ret < 0 ? strerror(errno) : "short");
+	}
+	diag_mismatch(rd.got, rd.want, rd.off, rd.len, rd.call);
+	return fail_at(where, "%s returned wrong data", rd.call);
+}
+
+/* Stop the cached reader and report whether it failed. */
+static bool reader_stop(void)
+{
+	if (rd.running) {
+		atomic_store(&rd.stop, true);
+		pthread_join(rd.thread, NULL);
+		rd.running = false;
+	}
+	return reader_ok();
+}
+
 /* A fatal signal (SIGBUS from a mapping, say) still shows the log. */
 static void on_signal(int sig)
 {
@@ -851,7 +1304,7 @@ static void proc_setup(int proc, pid_t parent)
 	if (fx.dfd < 0 && (errno != EINVAL || cfg.dev))
 		tap_bail("open %s O_DIRECT: %s", fx.path, strerror(errno));
 	if (fx.dfd < 0)
-		pdiag("O_DIRECT refused here (EINVAL): no O_DIRECT ops");
+		pdiag("O_DIRECT refused here (EINVAL): O_DIRECT ops skipped");
 	fx.model = calloc(1, cfg.maxlen);
 	if (!fx.model || posix_memalign((void **)&fx.buf, PAGE_SZ,
 					cfg.maxlen + 2 * DIO_ALIGN))
@@ -886,11 +1339,55 @@ static void print_counts(void)
 	}
 	pdiag("ops done:%s; whole-file checks %ld", done, fx.checks);
 	if (s)
-		pdiag("ops skipped (refused by the fs, or empty file):%s",
+		pdiag("ops skipped (refused by the fs, or nothing to do):%s",
 		      skipped);
 	if (u)
-		pdiag("ops not drawn on a block device (fixed size):%s",
-		      undrawn);
+		pdiag("ops not drawn on a block device:%s", undrawn);
+	if (cfg.no_reader)
+		pdiag("cached reader: off (-R)");
+	else if (!cfg.dev)
+		pdiag("cached reader: %ld preadv2, %ld mapped reads checked (%ld of the range the last change op changed)",
+		      rd.reads, rd.mreads, rd.hot);
+}
+
+/*
+ * Run operation @op: those that change the file with the lock held
+ * exclusively (the cached reader waits), the others shared.
+ */
+static bool run_op(struct op *op)
+{
+	bool change = op_changes(op->type), ok;
+
+	if (change)
+		pthread_rwlock_wrlock(&rd.lock);
+	else
+		pthread_rwlock_rdlock(&rd.lock);
+	ok = op_descs[op->type].run(op);
+	if (change && !op->skipped) {
+		rd.hot_off = op->off;
+		rd.hot_len = op->len;
+	}
+	pthread_rwlock_unlock(&rd.lock);
+	return ok;
+}
+
+/* Operation @nr, then every CHECK_EVERY ops the whole-file check. */
+static bool step(long nr)
+{
+	struct op *op = draw_op(nr);
+
+	if (!run_op(op))
+		return false;
+	if (op->skipped)
+		fx.skipped[op->type]++;
+	else
+		fx.done[op->type]++;
+	if (cfg.verbose)
+		pdiag("%s%s", format_op(op), op->skipped ? " (skipped)" : "");
+	atomic_store(&rd.ran, nr + 1);
+	if (!reader_ok())
+		return false;
+	return (nr + 1) % CHECK_EVERY || locked_check_file();
 }
 
 /* One checker process; returns its exit status. */
@@ -899,22 +1396,11 @@ static int run_proc(int proc, pid_t parent)
 	long nr;
 
 	proc_setup(proc, parent);
-	for (nr = 0; nr < cfg.ops; nr++) {
-		struct op *op = draw_op(nr);
-
-		if (!op_descs[op->type].run(op))
+	reader_start();
+	for (nr = 0; nr < cfg.ops; nr++)
+		if (!step(nr))
 			return 1;
-		if (op->skipped)
-			fx.skipped[op->type]++;
-		else
-			fx.done[op->type]++;
-		if (cfg.verbose)
-			pdiag("%s%s", format_op(op),
-			      op->skipped ? " (skipped)" : "");
-		if ((nr + 1) % CHECK_EVERY == 0 && !check_file())
-			return 1;
-	}
-	if (cfg.ops % CHECK_EVERY && !check_file())
+	if (!reader_stop() || (cfg.ops % CHECK_EVERY && !check_file()))
 		return 1;
 	print_counts();
 	io_uring_queue_exit(&fx.ring);
@@ -929,7 +1415,7 @@ static int run_proc(int proc, pid_t parent)
 static void __attribute__((noreturn)) usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [-s SEED] [-n OPS] [-l MAXLEN] [-P NPROC] [-v] DIR|BLOCKDEV\n"
+		"usage: %s [-s SEED] [-n OPS] [-l MAXLEN] [-P NPROC] [-R] [-v] DIR|BLOCKDEV\n"
 		"  SEED      PRNG seed (UNCACHED_STRESS_SEED; else time and pid)\n"
 		"  OPS       operations per process (UNCACHED_STRESS_OPS; 2000)\n"
 		"  MAXLEN    largest file size, a multiple of 4096 (1048576); on a\n"
@@ -938,6 +1424,7 @@ static void __attribute__((noreturn)) usage(const char *prog)
 		"  NPROC     processes, each on its own file or region of BLOCKDEV\n"
 		"            (UNCACHED_STRESS_NPROC; 2)\n"
 		"  BLOCKDEV  a block device whose contents may be overwritten\n"
+		"  -R        no cached reader thread beside each process\n"
 		"  -v        print every operation\n", prog);
 	exit(2);
 }
@@ -976,7 +1463,7 @@ static void parse_args(int argc, char **argv)
 	cfg.ops = env_number("UNCACHED_STRESS_OPS", 2000, 1, 1000000000);
 	cfg.nproc = env_number("UNCACHED_STRESS_NPROC", 2, 1, 64);
 	cfg.maxlen = 1 << 20;
-	while ((c = getopt(argc, argv, "s:n:l:P:v")) != -1) {
+	while ((c = getopt(argc, argv, "s:n:l:P:Rv")) != -1) {
 		switch (c) {
 		case 's':
 			cfg.seed = parse_number("-s SEED", optarg, 0, ~0ULL);
@@ -990,6 +1477,9 @@ static void parse_args(int argc, char **argv)
 			break;
 		case 'P':
 			cfg.nproc = parse_number("-P NPROC", optarg, 1, 64);
+			break;
+		case 'R':
+			cfg.no_reader = true;
 			break;
 		case 'v':
 			cfg.verbose = true;
@@ -1034,6 +1524,67 @@ static int probe_target(void)
 	return err;
 }
 
+/*
+ * Is the errno @err of the probe of @call a filesystem without it? Then
+ * say so: the op is skipped. Any other error bails out.
+ */
+static bool probe_ok(const char *call, int err)
+{
+	if (!err)
+		return true;
+	if (err != EOPNOTSUPP && err != EINVAL && err != EXDEV &&
+	    err != ENOTTY)
+		tap_bail("%s probe on %s: %s", call, cfg.dir, strerror(err));
+	tap_diag("%s unsupported on this filesystem (%s): its ops are skipped",
+		 call, strerror(err));
+	return false;
+}
+
+/* The errno of a copy_file_range() of block 0 onto block 1 of @fd. */
+static int probe_copy(int fd, uint64_t bs)
+{
+	loff_t in = 0, out = bs;
+
+	return copy_file_range(fd, &in, fd, &out, bs, 0) < 0 ? errno : 0;
+}
+
+/* The errno of FICLONERANGE of block 0 onto block 1 of @fd. */
+static int probe_clone(int fd, uint64_t bs)
+{
+	struct file_clone_range fcr = { .src_fd = fd, .src_length = bs,
+					.dest_offset = bs };
+
+	return ioctl(fd, FICLONERANGE, &fcr) ? errno : 0;
+}
+
+/*
+ * A file: do copy_file_range() and FICLONERANGE (of st_blksize blocks)
+ * work here? Each tried once in a scratch file of two blocks.
+ */
+static void probe_ops(void)
+{
+	char path[4096], name[64];
+	struct stat st;
+	uint64_t bs;
+	int fd;
+
+	snprintf(name, sizeof(name), "fsx.%d.ops", getpid());
+	fd = open_target(path, sizeof(path), name, O_RDWR);
+	if (fstat(fd, &st))
+		tap_bail("fstat %s: %s", path, strerror(errno));
+	bs = st.st_blksize;
+	write_pattern(fd, 2 * bs, 0, 1);
+	cfg.copy_ok = probe_ok("copy_file_range", probe_copy(fd, bs));
+	if (bs < 512 || bs > cfg.maxlen / 16 || (bs & (bs - 1)))
+		tap_diag("FICLONERANGE: st_blksize %llu is no block size here: its ops are skipped",
+			 (unsigned long long)bs);
+	else
+		cfg.clone_ok = probe_ok("FICLONERANGE", probe_clone(fd, bs));
+	cfg.clone_bs = bs;
+	close(fd);
+	unlink(path);
+}
+
 static void report(int proc, pid_t pid)
 {
 	int status;
@@ -1069,6 +1620,8 @@ int main(int argc, char **argv)
 				   i, (unsigned long long)(cfg.seed + i));
 		return tap_finish();
 	}
+	if (!cfg.dev)
+		probe_ops();
 	for (i = 0; i < cfg.nproc; i++) {
 		fflush(stdout);
 		pids[i] = fork();
