@@ -529,11 +529,13 @@ def neighbour_section(records, fs):
     if not runs:
         return []
     hot = next((r["hot"] for r, _ in runs if r["status"] == "ok"), None)
-    stream = next((r for r, _ in runs if r["threads"]), None)
+    # a run that failed has no measures: describe the ones that ran
+    stream = next((r for r, _ in runs if r["threads"] and
+                   r["status"] == "ok"), None)
     md = ["", "### %s: neighbour, a hot reader beside a stream" % fs, "",
           NEIGHBOUR_TEXT % (
               fmt(hot["size_mb"] if hot else None, 0, " MB"),
-              fmt(stream["filesize"] / MB if stream and stream["filesize"]
+              fmt(stream["filesize"] / MB if stream and stream.get("filesize")
                   else None, 0, " MB")), "",
           "| kernel | beside | hot reads/s | hot MB/s | hit rate | / alone | "
           "hot file cached at the end MB (pages evicted) | stream MB/s steady "
