@@ -12,7 +12,10 @@
  * Writes, truncates and punches are serialised by the inode lock, so the
  * file is the result of applying them in some order consistent with that.
  * Readers then assert that every word is zero or a word of its own offset
- * from a generation already issued, that no word shows a write that an
+ * from an issued write that covers it (or a torn copy of such words: a
+ * buffered read is not atomic against a write, truncate or punch running
+ * at the same time, and may copy a word while it changes, some of its
+ * bytes old and some new), that no word shows a write that an
  * operation which started after it and returned before the read replaced
  * or zeroed (stale data), and that no zero stands where a returned write
  * must show (lost data). After the threads are joined, the page cache is
@@ -63,7 +66,7 @@ struct worker {
 	const char *name;
 	uint64_t rnd;
 	unsigned int calls, failed, punches, truncates;
-	unsigned int bad_words, stale, lost;
+	unsigned int bad_words, stale, lost, torn;
 	char error[200];	/* the first failed call */
 	char bad[200];		/* the first bad, stale or lost word */
 };
@@ -222,6 +225,74 @@ static bool zero_possible(uint64_t off, uint64_t rstart, uint64_t rend)
 	return true;
 }
 
+/* Did @op run (at least in part) while a read from @rstart to @rend did? */
+static bool ran_during(const struct op *op, uint64_t rstart, uint64_t rend)
+{
+	return op->start < rend &&
+	       (op_running(op) || op_done_tick(op) > rstart);
+}
+
+/*
+ * Could a read from @rstart to @rend see the word of write @gen at @off?
+ * When the write covers @off and ran during the read, or returned before
+ * and nothing replaced the word before the read started.
+ */
+static bool word_visible(uint32_t gen, uint64_t off, uint64_t rstart,
+			 uint64_t rend)
+{
+	const struct op *op = &writes[gen];
+	uint64_t done = op_done_tick(op);
+
+	if (!covers(op, off))
+		return false;
+	if (ran_during(op, rstart, rend))
+		return true;
+	return done && done < rstart &&
+	       !replaced_between(off, gen, done, rstart);
+}
+
+/*
+ * Can @word at @off be a torn copy, in a read from @rstart to @rend? Only
+ * while a write, truncate or punch covering @off ran during the read; then
+ * each byte of @word must be that byte of zero (if the read may see zero
+ * there) or of a word the read may see there (@word itself excluded: a
+ * valid word is only torn if it is a mix of others).
+ */
+static bool torn_possible(uint64_t off, uint64_t word, uint64_t rstart,
+			  uint64_t rend)
+{
+	uint32_t nw = __atomic_load_n(&last_gen, __ATOMIC_ACQUIRE), i;
+	uint32_t nz = __atomic_load_n(&nr_zeroings, __ATOMIC_ACQUIRE);
+	uint64_t unmatched = word, candidate, mask;
+	bool racing = false;
+	unsigned int byte;
+
+	for (i = 1; i <= nw && !racing; i++)
+		racing = covers(&writes[i], off) &&
+			 ran_during(&writes[i], rstart, rend);
+	for (i = 0; i < nz && !racing; i++)
+		racing = covers(&zeroings[i], off) &&
+			 ran_during(&zeroings[i], rstart, rend);
+	if (!racing)
+		return false;
+	/* clear the bytes of @unmatched that zero or a visible word explain */
+	if (zero_possible(off, rstart, rend))
+		for (byte = 0; byte < 8; byte++)
+			if (!(word >> (byte * 8) & 0xff))
+				unmatched &= ~(0xffULL << (byte * 8));
+	for (i = 1; i <= nw && unmatched; i++) {
+		candidate = data_word(off, i);
+		if (candidate == word || !word_visible(i, off, rstart, rend))
+			continue;
+		for (byte = 0; byte < 8; byte++) {
+			mask = 0xffULL << (byte * 8);
+			if ((candidate & mask) == (word & mask))
+				unmatched &= ~mask;
+		}
+	}
+	return !unmatched;
+}
+
 static void bad_word(struct worker *w, unsigned int *count, uint64_t off,
 		     uint64_t word, uint64_t roff, const char *why)
 {
@@ -240,15 +311,21 @@ static void check_read(struct worker *w, const uint64_t *buf, size_t len,
 	uint32_t issued = __atomic_load_n(&last_gen, __ATOMIC_ACQUIRE);
 	uint64_t off, done, unit = NO_END, word;
 	uint32_t gen, seen = 0;
+	bool stale;
 	size_t i;
 
 	for (i = 0; i < len / 8; i++) {
 		off = roff + i * 8;
 		word = buf[i];
 		gen = word ? word_gen(word, off) : 0;
-		if (word && (!gen || gen > issued)) {
-			bad_word(w, &w->bad_words, off, word, roff,
-				 "neither zero nor a word of its offset from an issued write");
+		if (word && (!gen || gen > issued ||
+			     !covers(&writes[gen], off))) {
+			if (torn_possible(off, word, rstart, rend))
+				w->torn++;
+			else
+				bad_word(w, &w->bad_words, off, word, roff,
+					 "neither zero nor a word of its offset from an issued write covering it");
+			unit = NO_END;
 			continue;
 		}
 		if (off / UNIT == unit && gen == seen)
@@ -256,12 +333,17 @@ static void check_read(struct worker *w, const uint64_t *buf, size_t len,
 		unit = off / UNIT;
 		seen = gen;
 		done = gen ? op_done_tick(&writes[gen]) : 0;
-		if (gen && done && replaced_between(off, gen, done, rstart))
+		stale = gen && done && replaced_between(off, gen, done, rstart);
+		if (stale && torn_possible(off, word, rstart, rend)) {
+			w->torn++;
+			unit = NO_END;
+		} else if (stale) {
 			bad_word(w, &w->stale, off, word, roff,
 				 "stale: replaced before the read started");
-		else if (!gen && !zero_possible(off, rstart, rend))
+		} else if (!gen && !zero_possible(off, rstart, rend)) {
 			bad_word(w, &w->lost, off, word, roff,
 				 "lost: a returned write must show here");
+		}
 	}
 }
 
@@ -476,16 +558,19 @@ static void report_calls(struct worker *w, int n, const char *what,
 
 static void report_words(struct worker *r, int n)
 {
-	unsigned int bad = 0, stale = 0, lost = 0;
+	unsigned int bad = 0, stale = 0, lost = 0, torn = 0;
 	int i;
 
 	for (i = 0; i < n; i++) {
 		bad += r[i].bad_words;
 		stale += r[i].stale;
 		lost += r[i].lost;
+		torn += r[i].torn;
 		if (r[i].bad[0])
 			tap_diag("%s: %s", r[i].name, r[i].bad);
 	}
+	tap_diag("readers: %u torn copies of words changing during the read",
+		 torn);
 	tap_result(!bad,
 		   "readers: every word is zero or a word of its offset from an issued write (%u are not)",
 		   bad);
