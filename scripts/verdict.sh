@@ -12,7 +12,8 @@
 #     results (N from PLANS), none of them "not ok";
 #   - the console log holds no kernel splat (initramfs/splat-patterns);
 #   - at least one case passed.
-# Prints a summary per filesystem, each failure with its reason, and last
+# Prints a summary per filesystem, each failure with its reason (a failed
+# test with its failing cases and first diagnostics), and last
 # one line "N passed, N failed, N skipped" counting the tests' own cases
 # (a test that failed without a failing case of its own counts once).
 # Sourced, it only defines its checks: the one library of them that every
@@ -101,6 +102,28 @@ check_tap() {
 	[ "${TAP[1]}" = "${TAP[0]}" ] || fail "$1: incomplete TAP: ${TAP[1]} of ${TAP[0]} results"
 }
 
+# failed_cases FILE: for each test that failed in the runner TAP FILE, its
+# failing cases (at most 5) and then its diagnostics (at most 8), indented,
+# so the last lines of a log say what failed.
+failed_cases() {
+	awk '
+		function show(re, max,   i, shown) {
+			for (i = 0; i < n && shown < max; i++)
+				if (block[i] ~ re) {
+					print "    " name ": " block[i]
+					shown++
+				}
+		}
+		/^    / { block[n++] = substr($0, 5); next }
+		/^not ok [0-9]+/ {
+			name = $4
+			show("^not ok [0-9]+", 5)
+			show("^#", 8)
+		}
+		/^(not )?ok [0-9]+/ { n = 0 }
+	' "$1"
+}
+
 # planned PLANS TARGET: the number of tests TARGET must have run.
 planned() {
 	local word
@@ -123,7 +146,9 @@ judge_tests() {
 			continue
 		fi
 		echo "$fs: ${TAP[1]}/$ntests tests, cases: ${TAP[3]} passed, ${TAP[4]} failed, ${TAP[5]} skipped" >&2
-		[ "${TAP[2]}" = 0 ] || fail "$fs: ${TAP[2]} test(s) failed: $(grep -E '^not ok' "$tap" | head -n 3 | paste -s -d ';' || true)"
+		[ "${TAP[2]}" = 0 ] ||
+			fail "$fs: ${TAP[2]} test(s) failed: $(grep -E '^not ok' "$tap" | head -n 3 | paste -s -d ';' || true)
+$(failed_cases "$tap")"
 		passed=$((passed + TAP[3]))
 		failed=$((failed + TAP[4] + TAP[6]))
 		skipped=$((skipped + TAP[5]))
