@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * RWF_UNCACHED writes into the holes of a sparse file and past EOF: once
- * writeback completed (fsync, then bounded polling) no page of the file
- * stays cached, and after drop_caches the file holds the written data,
- * zeroes in the holes and the right size.
+ * RWF_UNCACHED writes into the holes of a sparse file, past EOF, and of a
+ * tiny new file: once writeback completed (fsync, then bounded polling) no
+ * page of the file stays cached, and after drop_caches the file holds the
+ * written data, zeroes in the holes and the right size.
+ *
+ * The sparse file's first write does not fit inline, and the tiny file's
+ * does: on ext4 with inline_data (the ext4-inline target) the first takes
+ * the conversion path without inline data to move, the second keeps its
+ * data in the inode and never writes its folio back; on btrfs the tiny
+ * file is an inline extent.
  */
 #include "uncached_io.h"
 
@@ -62,15 +68,33 @@ static void past_eof(const char *path)
 	close(fd);
 }
 
+/* A new file (a new inode) of 40 bytes, written uncached in two writes. */
+static void tiny_file(const char *path)
+{
+	const struct file_extent ext[] = { { 0, 40, 26 } };
+	int fd;
+
+	unlink(path);
+	fd = xopen(path, O_RDWR | O_CREAT | O_TRUNC);
+
+	tap_result(write_range_flags(fd, 0, 40, 24, RWF_UNCACHED, 26),
+		   "tiny: two uncached writes make a new 40-byte file");
+	expect_settled(fd, 0, 4096, 0, "tiny: whole file");
+	tap_result(file_matches_extents(fd, ext, 1, 40),
+		   "tiny: data and size right after drop_caches");
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	const char *path;
 
 	test_init(argc, argv);
 	path = test_path("uncached-write-patterns");
-	tap_plan(6);
+	tap_plan(9);
 	into_holes(path);
 	past_eof(path);
+	tiny_file(path);
 	unlink(path);
 	return tap_finish();
 }
