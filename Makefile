@@ -127,10 +127,15 @@ bench: source initramfs
 check-series: source
 	@scripts/check-series.sh
 
+## check-distro-config: build with Debian's own config (an hour or more)
+check-distro-config: source
+	@scripts/deps.sh --linux-config
+	@scripts/check-distro-config.sh
+
 ## clean: remove results, initramfs, headers and scratch trees
 clean:
 	rm -rf build/results build/initramfs build/headers build/check \
-		build/bench build/demo
+		build/bench build/demo build/distro
 
 ## distclean: remove all of build/
 distclean:

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # deps.sh - install the host packages the harness needs
 # (scripts/packages.list) and the pinned linux-source-6.12
-# (scripts/linux-source.version); needs root. Idempotent: does nothing when
-# everything is already there. What apt-get and debconf print goes to
-# build/deps-apt.log, shown only when apt-get fails.
+# (scripts/linux-source.version); with --linux-config also Debian's
+# kernel configs (linux-config-6.12, same version); needs root.
+# Idempotent: does nothing when everything is already there. What apt-get
+# and debconf print goes to build/deps-apt.log, shown only when apt-get
+# fails.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -89,13 +91,27 @@ install_linux_source() {
 	[ "$have" = "$newest" ] || apt_install "linux-source-6.12=$newest"
 }
 
+# install_linux_config: Debian's kernel configs (linux-config-6.12) at the
+# version of the installed linux-source-6.12, for make check-distro-config.
+install_linux_config() {
+	local ver
+	ver=$(installed_version linux-source-6.12)
+	[ -n "$ver" ] || die "linux-source-6.12 is not installed; run 'make deps' first"
+	[ "$(installed_version linux-config-6.12)" = "$ver" ] && return 0
+	is_known "linux-config-6.12=$ver" || apt_update_once
+	apt_install "linux-config-6.12=$ver"
+}
+
 main() {
 	help_if_asked "$@"
+	[ $# -eq 0 ] || [ "$1" = --linux-config ] ||
+		die "usage: deps.sh [--linux-config]"
 	[ "$(id -u)" = 0 ] || die "installing packages needs root (apt-get); run as root or install scripts/packages.list by hand"
 	need_cmd apt-get dpkg-query apt-cache
 	rm -f "$APT_LOG"
 	install_listed_packages
 	install_linux_source
+	[ $# -eq 0 ] || install_linux_config
 	log "all host packages present (linux-source-6.12 $(installed_version linux-source-6.12))"
 }
 
