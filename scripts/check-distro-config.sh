@@ -39,7 +39,7 @@ distro_config() {
 	mkdir -p "$OBJ"
 	xz -dc "$CONFIG_DIR/$CONFIG_NAME.xz" >"$OBJ/.config"
 	"$src/scripts/config" --file "$OBJ/.config" \
-		--disable DEBUG_INFO --enable DEBUG_INFO_NONE \
+		--disable DEBUG_INFO_DWARF_TOOLCHAIN_DEFAULT --enable DEBUG_INFO_NONE \
 		--disable DEBUG_INFO_BTF --disable DEBUG_INFO_BTF_MODULES \
 		--set-str SYSTEM_TRUSTED_KEYS '' --set-str SYSTEM_REVOCATION_KEYS ''
 	make -s -C "$src" O="$OBJ" ARCH=x86_64 olddefconfig
