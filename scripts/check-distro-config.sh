@@ -56,12 +56,10 @@ build_distro() {
 		"$@" >>"$OUT/build.log" 2>&1
 }
 
-# series_files: every file the series changes (the b/ side of its diffs).
+# series_files: every file the series changes.
 series_files() {
-	local p
-	for p in $(series_patches); do
-		sed -n 's|^+++ b/||p' "$TOP/patches/$p" | sed 's/[[:space:]].*//'
-	done | sort -u
+	# shellcheck disable=SC2046 # patch names
+	patch_files $(series_patches) | sort -u
 }
 
 # warnings_of LOG: the compiler, objtool and modpost warnings and errors of

@@ -19,20 +19,13 @@ squilt() {
 	quilt_in "$SCRATCH" "$@"
 }
 
-# touched_files PATCH: the files a patch changes (b/ side).
-touched_files() {
-	sed -n 's|^+++ b/||p' "$TOP/patches/$1" | sed 's/[[:space:]].*//'
-}
-
 objects_of() {
 	grep -E '\.c$' | sed 's/\.c$/.o/' | sort -u
 }
 
 series_objects() {
-	local p
-	for p in $(series_patches); do
-		touched_files "$p"
-	done | objects_of
+	# shellcheck disable=SC2046 # patch names
+	patch_files $(series_patches) | objects_of
 }
 
 prepare_scratch() {
@@ -56,10 +49,10 @@ check_patch() {
 		"$TOP/patches/$p" >"$CHECK/$p.checkpatch" 2>&1 || true
 	errors=$(grep -c '^ERROR:' "$CHECK/$p.checkpatch" || true)
 	warnings=$(grep -c '^WARNING:' "$CHECK/$p.checkpatch" || true)
-	if touched_files "$p" | grep -qE '\.h$'; then
+	if patch_files "$p" | grep -qE '\.h$'; then
 		objs=$(series_objects)
 	else
-		objs=$(touched_files "$p" | objects_of)
+		objs=$(patch_files "$p" | objects_of)
 	fi
 	# shellcheck disable=SC2086
 	[ -z "$objs" ] || make -s -C "$SCRATCH" O="$OBJ" ARCH=x86_64 CC="$CC" \

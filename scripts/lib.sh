@@ -427,6 +427,15 @@ series_patches() {
 	list_entries "$TOP/series" | awk '{print $1}'
 }
 
+# patch_files PATCH...: the files the patches change (the b/ side of their
+# diffs).
+patch_files() {
+	local p
+	for p in "$@"; do
+		sed -n 's|^+++ b/||p' "$TOP/patches/$p" | sed 's/[[:space:]].*//'
+	done
+}
+
 # quilt_in DIR ARGS...: quilt in the tree DIR on the repository's patches/
 # and series, with the series' settings (scripts/quiltrc).
 quilt_in() {
