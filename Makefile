@@ -98,7 +98,7 @@ harness-selftest: kernel initramfs
 crash-test: kernel initramfs
 	@scripts/crash-test.sh $(KARGS)
 
-## stress: long randomized checker run + crash-test (about 15 min)
+## stress: long randomized checker run + crash-test (about 20 min)
 stress: kernel initramfs
 	@scripts/stress.sh $(KARGS)
 
