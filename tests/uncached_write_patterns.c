@@ -26,7 +26,10 @@ static void into_holes(const char *path)
 		{ 5 * MIB + 4096, MIB - 4096, 22 },	/* into a hole */
 		{ 6 * MIB, 2 * MIB, 0 },
 	};
-	int fd = xopen(path, O_RDWR | O_CREAT | O_TRUNC);
+	int fd;
+
+	unlink(path);		/* a new inode, whatever ran before */
+	fd = xopen(path, O_RDWR | O_CREAT | O_TRUNC);
 
 	if (ftruncate(fd, size))
 		tap_bail("ftruncate: %s", strerror(errno));
