@@ -128,6 +128,22 @@ static inline int make_cold_file(const char *path, uint64_t len,
 	return fd;
 }
 
+/* The value of /proc/vmstat counter @name, or -1 when there is none. */
+static inline long long vmstat_counter(const char *name)
+{
+	FILE *f = fopen("/proc/vmstat", "r");
+	char key[64];
+	long long val, found = -1;
+
+	if (!f)
+		tap_bail("/proc/vmstat: %s", strerror(errno));
+	while (found < 0 && fscanf(f, "%63s %lld", key, &val) == 2)
+		if (!strcmp(key, name))
+			found = val;
+	fclose(f);
+	return found;
+}
+
 /* Pages of [off, off + len) of @fd in the page cache. */
 static inline uint64_t nr_cached(int fd, uint64_t off, uint64_t len)
 {

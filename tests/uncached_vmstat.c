@@ -29,22 +29,6 @@ static const char *const counters[] = {
 	"uncached_drop_gave_up",
 };
 
-/* The value of /proc/vmstat counter @name, or -1 when there is none. */
-static long long vmstat_counter(const char *name)
-{
-	FILE *f = fopen("/proc/vmstat", "r");
-	char key[64];
-	long long val, found = -1;
-
-	if (!f)
-		tap_bail("/proc/vmstat: %s", strerror(errno));
-	while (found < 0 && fscanf(f, "%63s %lld", key, &val) == 2)
-		if (!strcmp(key, name))
-			found = val;
-	fclose(f);
-	return found;
-}
-
 /*
  * One case: counter @name grew by @min to @max from @before (-1: it is
  * missing) to now.
