@@ -4,9 +4,11 @@
  * 8-byte word its own offset), which btrfs compress=zstd really compresses
  * (the tests' other pattern data is random: btrfs gives up compressing
  * it). On a compressing filesystem this takes the compressed write path
- * and the compressed read path, whose readahead (btrfs add_ra_bio_pages())
- * adds the rest of the compressed extent to the page cache; small files
- * may be stored inline. Elsewhere these are ordinary reads and writes.
+ * and the compressed read path, which reads whole compressed extents:
+ * btrfs expands readahead to the end of the extent, or, where it cannot,
+ * adds the rest of the extent to the page cache itself
+ * (add_ra_bio_pages()); small files may be stored inline. Elsewhere these
+ * are ordinary reads and writes.
  * Every folio an uncached call instantiated must go: reads keep at most
  * the readahead bound beyond where they stopped, writes keep nothing once
  * written back, and the data reads back right.
@@ -97,10 +99,9 @@ static void read_half(const char *path)
 
 /*
  * A stream of small reads that starts inside a compressed extent: the
- * readahead windows then end inside later extents, and decompressing
- * those adds the rest of each extent to the page cache (btrfs
- * add_ra_bio_pages()), folios the stream reaches later. Read to EOF,
- * nothing of what it read may stay.
+ * readahead windows then end inside later extents, and btrfs expands them
+ * to the ends of those extents, folios the stream reaches later. Read to
+ * EOF, nothing of what it read may stay.
  */
 static void read_from_inside(const char *path)
 {
@@ -112,6 +113,45 @@ static void read_from_inside(const char *path)
 		   "uncached 4 KiB reads from 100 KiB to EOF: right data");
 	expect_cached(fd, start, FILE_LEN - start, 0,
 		      "after the 4 KiB reads from 100 KiB to EOF");
+	close(fd);
+}
+
+/*
+ * One page cached in the middle of a cold compressed extent (read, then
+ * the rest of the extent evicted): readahead of an uncached stream cannot
+ * expand past that page (btrfs expands it to the end of a compressed
+ * extent, and readahead_expand() stops at a cached folio), so
+ * decompressing the first part adds the folios after the page itself
+ * (btrfs add_ra_bio_pages()). Those must be uncached folios too: the
+ * stream drops them as it reads them, and only the page that was cached
+ * before stays.
+ */
+static void read_around_cached(const char *path)
+{
+	int fd = make_cold_words(path, FILE_LEN, 7);
+	const uint64_t extent = 128 << 10, page = extent / 2;
+	uint64_t before;
+
+	/*
+	 * No readahead (still in flight, it would escape the eviction):
+	 * btrfs decompresses and caches the whole extent all the same.
+	 */
+	if (posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM) ||
+	    !words_io(fd, false, page, PAGE_SZ, PAGE_SZ, 0, 7) ||
+	    posix_fadvise(fd, 0, 0, POSIX_FADV_NORMAL) ||
+	    posix_fadvise(fd, 0, page, POSIX_FADV_DONTNEED) ||
+	    posix_fadvise(fd, page + PAGE_SZ, 0, POSIX_FADV_DONTNEED))
+		tap_bail("cannot cache one page of the first extent");
+	/* a large folio (XFS) keeps the whole folio */
+	before = nr_cached(fd, 0, FILE_LEN);
+	tap_result(before && before == nr_cached(fd, 0, extent),
+		   "only the folio of the page at %llu KiB is cached (%llu pages)",
+		   (unsigned long long)(page >> 10),
+		   (unsigned long long)before);
+	tap_result(words_io(fd, false, 0, 2 * extent, BS, RWF_UNCACHED, 7),
+		   "uncached reads of the first 256 KiB around it: right data");
+	expect_cached(fd, 0, 2 * extent, before,
+		      "after them, only what was cached before");
 	close(fd);
 }
 
@@ -159,10 +199,11 @@ int main(int argc, char **argv)
 
 	test_init(argc, argv);
 	path = test_path("uncached-compressible");
-	tap_plan(17);
+	tap_plan(20);
 	read_whole(path);
 	read_half(path);
 	read_from_inside(path);
+	read_around_cached(path);
 	write_new(path);
 	write_small(path);
 	unlink(path);
