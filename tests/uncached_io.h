@@ -188,6 +188,35 @@ static inline bool expect_cached(int fd, uint64_t off, uint64_t len,
 }
 
 /*
+ * One case, after uncached reads that began when uncached_drop_busy was
+ * @busy_before: @want pages of [off, off + len) of @fd are cached right
+ * now, plus at most one more for each folio those reads found locked and
+ * left cached (a read never blocks for the drop; such a folio stays
+ * flagged, for reclaim or a later uncached access). btrfs sets a folio
+ * uptodate before it unlocks it at the end of a read, so a read on
+ * another CPU can copy it while it is still locked.
+ */
+static inline bool expect_read_left(int fd, uint64_t off, uint64_t len,
+				    uint64_t want, long long busy_before,
+				    const char *what)
+{
+	struct cachestat cs = file_cachestat(fd, off, len);
+	long long busy = vmstat_counter("uncached_drop_busy") - busy_before;
+	uint64_t extra = cs.nr_cache > want ? cs.nr_cache - want : 0;
+
+	diag_cachestat(what, cs);
+	if (cs.nr_cache != want) {
+		diag_cached_pages(fd, off, len);
+		tap_diag("%s: the reads found %lld folio(s) locked", what, busy);
+	}
+	return tap_result(cs.nr_cache >= want && (long long)extra <= busy,
+			  "%s: %llu pages of [%llu, +%llu) cached (want %llu, and at most %lld found locked)",
+			  what, (unsigned long long)cs.nr_cache,
+			  (unsigned long long)off, (unsigned long long)len,
+			  (unsigned long long)want, busy);
+}
+
+/*
  * One case: of [0, len) of @fd exactly the pages before @split are cached,
  * every one of them, right now (no waiting).
  */
