@@ -82,7 +82,7 @@ $(CHECKPATCH):
 qemu-test: lint kernel initramfs
 	@scripts/qemu-test.sh --tests '$(TESTS)' --fs '$(FS)' $(KARGS)
 
-## qemu-test-matrix: qemu-test plus every mount/mkfs configuration (35 min)
+## qemu-test-matrix: qemu-test plus every mount/mkfs configuration (31 min)
 qemu-test-matrix: lint kernel initramfs
 	@scripts/qemu-test.sh --matrix --tests '$(TESTS)' --fs '$(FS)' $(KARGS)
 
@@ -127,7 +127,7 @@ bench: source initramfs
 check-series: source
 	@scripts/check-series.sh
 
-## check-distro-config: build with Debian's own config (an hour or more)
+## check-distro-config: build with Debian's own config, link its modules, check the module ABI (about an hour)
 check-distro-config: source
 	@scripts/deps.sh --linux-config
 	@scripts/check-distro-config.sh

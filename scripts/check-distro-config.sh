@@ -11,13 +11,23 @@
 #   - the build: vmlinux, and every object, built-in or module, under
 #     DISTRO_DIRS (fs/ mm/ block/ io_uring/): ext4, XFS and btrfs are
 #     modules in Debian's config;
-#   - the verdict: fails on any error, on any compiler, objtool or modpost
+#   - the verdict: fails on any error, on any compiler or objtool
 #     warning located in a file the series touches (a header too), and on
 #     any other warning that the pristine tree (build/src/pristine, same
 #     config, only the objects concerned: build/distro/pristine-obj) does
-#     not give.
+#     not give;
+#   - the modules: every module under DISTRO_DIRS is linked (modpost with
+#     vmlinux); fails on any modpost warning other than a symbol that a
+#     module outside DISTRO_DIRS exports (lib/, crypto/, net/: not built
+#     here), i.e. on a symbol nothing exports;
+#   - the module ABI: out-of-tree modules of scripts/distro-abi/ under a
+#     licence other than the GPL: abi_write_sync (generic_write_sync(), an
+#     inline the series extends) must link, and its control
+#     abi_gpl_only_control (a GPL-only export of the series) must be
+#     refused, or the check proves nothing.
 # Takes an hour or more on 2 cores from an empty ccache; not part of CI.
-# Results: build/results/distro/ (build.log, warnings, summary).
+# Results: build/results/distro/ (build.log, warnings, modules.log,
+# abi-*.log, summary).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -26,6 +36,8 @@ CONFIG_NAME=config.amd64_none_amd64
 DISTRO_DIRS=${DISTRO_DIRS:-fs/ mm/ block/ io_uring/}
 OBJ=$BUILD/distro/obj
 PRISTINE_OBJ=$BUILD/distro/pristine-obj
+ABI_SRC=$TOP/scripts/distro-abi
+ABI_OBJ=$BUILD/distro/abi
 OUT=$RESULTS/distro
 JOBS=$(($(nproc) + 1))
 CC=gcc
@@ -106,10 +118,117 @@ judge() {
 	}
 }
 
+# module_targets DIR...: the .ko of every module the build of DIR... made
+# (their modules.order).
+module_targets() {
+	local dir
+	for dir in "$@"; do
+		dir=${dir%/}
+		[ ! -f "$OBJ/$dir/modules.order" ] ||
+			sed 's/\.o$/.ko/' "$OBJ/$dir/modules.order"
+	done
+}
+
+# exported_anywhere SYMBOL...: the symbols of SYMBOL... that some
+# EXPORT_SYMBOL*() of the source tree exports.
+exported_anywhere() {
+	local alternation
+	alternation=$(printf '%s|' "$@")
+	grep -rhoE --include='*.c' --include='*.S' \
+		"EXPORT_SYMBOL[A-Z_]*\((${alternation%|})[,)]" "$PATCHED_SRC" |
+		sed -E 's/.*\(([^,)]*).*/\1/' | sort -u || true
+}
+
+# unresolved_symbols DIR...: the symbols the modules of DIR... use that
+# neither vmlinux nor those modules export (OBJ/Module.symvers).
+unresolved_symbols() {
+	local target
+	for target in $(module_targets "$@"); do
+		nm -u "$OBJ/${target%.ko}.o" | awk '{ print $2 }'
+	done | grep -v '^__this_module$' | sort -u |
+		comm -23 - <(cut -f2 "$OBJ/Module.symvers" | sort -u)
+}
+
+# series_added_lines: the lines the series adds.
+series_added_lines() {
+	local p
+	for p in $(series_patches); do
+		grep '^+[^+]' "$TOP/patches/$p" || true
+	done
+}
+
+# link_modules SRC DIR...: link every module of DIR... (modpost against
+# vmlinux); false on a modpost warning other than an unresolved symbol,
+# and on an unresolved symbol that no EXPORT_SYMBOL*() of the tree exports
+# and the series names (the others come from modules not built here, or
+# are exported through macros, as before the series).
+link_modules() {
+	local src=$1 log=$OUT/modules.log unresolved missing ours others
+	shift
+	# shellcheck disable=SC2046 # module names
+	make -C "$src" O="$OBJ" ARCH=x86_64 CC="$CC" -j"$JOBS" \
+		KBUILD_MODPOST_WARN=1 $(module_targets "$@") >"$log" 2>&1 || {
+		tail -n 30 "$log" >&2
+		log "linking the modules failed; log: ${log#"$PWD"/}"
+		return 1
+	}
+	unresolved=$(unresolved_symbols "$@")
+	# shellcheck disable=SC2086 # symbol names
+	missing=$(comm -23 <(echo "$unresolved") <(exported_anywhere $unresolved) |
+		sed '/^$/d')
+	ours=$(grep -owFf <(echo "${missing:-^}") <(series_added_lines) |
+		sort -u || true)
+	others=$(grep -iE '^(warning|error)' "$log" |
+		grep -vE ' undefined!$|unresolved symbol warnings' || true)
+	log "linked $(module_targets "$@" | wc -l) modules of $*; $(echo "$unresolved" | sed '/^$/d' | wc -l) symbol(s) they use come from modules not built here (lib/, crypto/, net/...)${missing:+, of which not found in an EXPORT_SYMBOL*() line but not named by the series either: $(tr '\n' ' ' <<<"$missing")}"
+	[ -z "$ours$others" ] || {
+		log "modpost: ${ours:+symbols of the series nothing exports: $(tr '\n' ' ' <<<"$ours")}${others}"
+		return 1
+	}
+}
+
+# abi_module SRC NAME: build the out-of-tree module NAME of ABI_SRC against
+# OBJ (with the Module.symvers link_modules wrote); its output in
+# OUT/abi-NAME.log; the status of make.
+abi_module() {
+	local src=$1 name=$2
+	rm -rf "$ABI_OBJ"
+	mkdir -p "$ABI_OBJ"
+	cp "$ABI_SRC"/Kbuild "$ABI_SRC/$name.c" "$ABI_OBJ/"
+	make -C "$src" O="$OBJ" ARCH=x86_64 CC="$CC" M="$ABI_OBJ" \
+		ABI_MODULE="$name" modules >"$OUT/abi-$name.log" 2>&1
+}
+
+# check_module_abi SRC: a non-GPL module using generic_write_sync() links;
+# one using a GPL-only export of the series does not.
+check_module_abi() {
+	local src=$1 status=0
+	need_file "$OBJ/Module.symvers" "the modules were not linked"
+	if abi_module "$src" abi_write_sync &&
+		! grep -q 'GPL-only' "$OUT/abi-abi_write_sync.log"; then
+		log "module ABI: a non-GPL module calling generic_write_sync() links"
+	else
+		tail -n 20 "$OUT/abi-abi_write_sync.log" >&2
+		log "module ABI: a non-GPL module calling generic_write_sync() does not link"
+		status=1
+	fi
+	if ! abi_module "$src" abi_gpl_only_control &&
+		grep -q "GPL-only symbol 'folio_end_uncached_write'" \
+			"$OUT/abi-abi_gpl_only_control.log"; then
+		log "module ABI: the control (a GPL-only export in a non-GPL module) is refused, as it must be"
+	else
+		tail -n 20 "$OUT/abi-abi_gpl_only_control.log" >&2
+		log "module ABI: the control was not refused for the GPL-only symbol: the check proves nothing"
+		status=1
+	fi
+	rm -rf "$ABI_OBJ"
+	return $status
+}
+
 main() {
 	help_if_asked "$@"
 	local src=$PATCHED_SRC start=$SECONDS status=0 dirs
-	need_cmd make gcc bison flex bc xz
+	need_cmd make gcc bison flex bc xz nm
 	need_file "$src/Makefile" "run 'make source' first"
 	read -ra dirs <<<"$DISTRO_DIRS"
 	mkdir -p "$OUT"
@@ -121,6 +240,12 @@ main() {
 		log "the build failed (exit status $status); log: ${OUT#"$PWD"/}/build.log"
 	fi
 	judge || status=1
+	if [ $status = 0 ]; then
+		link_modules "$src" "${dirs[@]}" || status=1
+	fi
+	if [ $status = 0 ]; then
+		check_module_abi "$src" || status=1
+	fi
 	printf '%s\n' "targets: vmlinux ${dirs[*]}" \
 		"time: $(duration $((SECONDS - start)))" \
 		"result: $([ $status = 0 ] && echo passed || echo failed)" >"$OUT/summary"

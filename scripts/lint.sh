@@ -6,8 +6,8 @@
 #     its line with '# shellcheck disable=SCnnnn # why';
 #   - the kernel's checkpatch.pl (build/src/pristine/scripts/checkpatch.pl
 #     --no-tree -f, from 'make source') on the guest C files (tests/*.c,
-#     tests/*.h, tests/tools/*.c, tests/selftest/*.c): no error (-v lists
-#     the warnings).
+#     tests/*.h, tests/tools/*.c, tests/selftest/*.c) and the modules of
+#     scripts/distro-abi/: no error (-v lists the warnings).
 # Exits non-zero on any finding, listing them.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -22,7 +22,7 @@ shell_scripts() {
 
 c_files() {
 	printf '%s\n' "$TOP"/tests/*.c "$TOP"/tests/*.h "$TOP"/tests/tools/*.c \
-		"$TOP"/tests/selftest/*.c
+		"$TOP"/tests/selftest/*.c "$TOP"/scripts/distro-abi/*.c
 }
 
 # run_shellcheck: 0 when shellcheck finds nothing; lists the findings.
