@@ -17,9 +17,10 @@
 #     config, only the objects concerned: build/distro/pristine-obj) does
 #     not give;
 #   - the modules: every module under DISTRO_DIRS is linked (modpost with
-#     vmlinux); fails on any modpost warning other than a symbol that a
-#     module outside DISTRO_DIRS exports (lib/, crypto/, net/: not built
-#     here), i.e. on a symbol nothing exports;
+#     vmlinux); fails on any modpost warning other than an unresolved
+#     symbol (modules outside DISTRO_DIRS, not built here, export those:
+#     lib/, crypto/, net/), and on an unresolved symbol that the series
+#     names and no EXPORT_SYMBOL*() of the tree exports;
 #   - the module ABI: out-of-tree modules of scripts/distro-abi/ under a
 #     licence other than the GPL: abi_write_sync (generic_write_sync(), an
 #     inline the series extends) must link, and its control
@@ -163,7 +164,7 @@ series_added_lines() {
 # and the series names (the others come from modules not built here, or
 # are exported through macros, as before the series).
 link_modules() {
-	local src=$1 log=$OUT/modules.log unresolved missing ours others
+	local src=$1 log=$OUT/modules.log unresolved missing ours='' others
 	shift
 	# shellcheck disable=SC2046 # module names
 	make -C "$src" O="$OBJ" ARCH=x86_64 CC="$CC" -j"$JOBS" \
@@ -176,8 +177,9 @@ link_modules() {
 	# shellcheck disable=SC2086 # symbol names
 	missing=$(comm -23 <(echo "$unresolved") <(exported_anywhere $unresolved) |
 		sed '/^$/d')
-	ours=$(grep -owFf <(echo "${missing:-^}") <(series_added_lines) |
-		sort -u || true)
+	[ -z "$missing" ] ||
+		ours=$(grep -owFf <(echo "$missing") <(series_added_lines) |
+			sort -u || true)
 	others=$(grep -iE '^(warning|error)' "$log" |
 		grep -vE ' undefined!$|unresolved symbol warnings' || true)
 	log "linked $(module_targets "$@" | wc -l) modules of $*; $(echo "$unresolved" | sed '/^$/d' | wc -l) symbol(s) they use come from modules not built here (lib/, crypto/, net/...)${missing:+, of which not found in an EXPORT_SYMBOL*() line but not named by the series either: $(tr '\n' ' ' <<<"$missing")}"
