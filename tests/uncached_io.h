@@ -210,7 +210,7 @@ static inline bool expect_read_left(int fd, uint64_t off, uint64_t len,
 		tap_diag("%s: the reads found %lld folio(s) locked", what, busy);
 	}
 	return tap_result(cs.nr_cache >= want && (long long)extra <= busy,
-			  "%s: %llu pages of [%llu, +%llu) cached (want %llu, and at most %lld found locked)",
+			  "%s: %llu pages of [%llu, +%llu) cached (want %llu, plus at most the %lld folio(s) the reads found locked)",
 			  what, (unsigned long long)cs.nr_cache,
 			  (unsigned long long)off, (unsigned long long)len,
 			  (unsigned long long)want, busy);
