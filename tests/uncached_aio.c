@@ -131,7 +131,7 @@ static bool batch_ok(const struct aio_res *res, int nr, bool read,
 static void single_read(const char *path)
 {
 	int fd = make_cold_file(path, FILE_LEN, 81);
-	uint64_t left, bound = uncached_ra_leftover_bound(HEAD);
+	uint64_t left, bound = uncached_ra_leftover_bound(fd, HEAD);
 	struct aio_res res;
 
 	aio_batch(fd, IOCB_CMD_PREAD, RWF_UNCACHED, 0, 0, 1, 81, &res);

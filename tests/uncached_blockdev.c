@@ -92,7 +92,7 @@ static void expect_leftover(uint64_t end, size_t bs, const char *what)
 {
 	uint64_t slot_end = end - end % SLOT + SLOT;
 	uint64_t left = range_cached(end, slot_end - end) * PAGE_SZ;
-	uint64_t bound = uncached_ra_leftover_bound(bs);
+	uint64_t bound = uncached_ra_leftover_bound(fd, bs);
 
 	if (left > bound)
 		diag_cached_pages(fd, end, slot_end - end);
@@ -334,11 +334,11 @@ static bool uring_pass(bool write, uint64_t base, unsigned int seed)
 static void uring_rw(void)
 {
 	uint64_t woff = cold_slot(S_URING_W, 14), roff = cold_slot(S_URING_R, 16);
-	uint64_t window = BS, bound, left;
+	uint64_t window = file_ra_window(fd), bound, left;
 
-	if (window < UNCACHED_RA_MIN_WINDOW)
-		window = UNCACHED_RA_MIN_WINDOW;
-	bound = QD * window + uncached_ra_leftover_bound(BS);
+	if (window < BS)
+		window = BS;
+	bound = QD * window + uncached_ra_leftover_bound(fd, BS);
 
 	tap_result(uring_pass(true, woff, 15),
 		   "io_uring: %llu uncached writes of 64 KiB (WRITEV and WRITE), %d in flight, complete",
@@ -356,7 +356,7 @@ static void uring_rw(void)
 		   "io_uring reads: %llu KiB of the slot stay cached (bound %d x %llu KiB + %llu KiB)",
 		   (unsigned long long)(left >> 10), QD,
 		   (unsigned long long)(window >> 10),
-		   (unsigned long long)(uncached_ra_leftover_bound(BS) >> 10));
+		   (unsigned long long)(uncached_ra_leftover_bound(fd, BS) >> 10));
 }
 
 static void nowait_read(void)
@@ -410,7 +410,7 @@ static void dsync_write(void)
  */
 static void adopt_leftovers(void)
 {
-	uint64_t off = cold_slot(S_ADOPT, 20), bound = uncached_ra_leftover_bound(BS);
+	uint64_t off = cold_slot(S_ADOPT, 20), bound = uncached_ra_leftover_bound(fd, BS);
 	uint64_t i, n = pages_of(LEN), nleft = 0, span = 0, nwarm = 0, kept = 0, other = 0;
 	unsigned char *warm, *after;
 
@@ -784,10 +784,10 @@ static void memory_pressure(void)
 		   (unsigned long long)(dev_size / MIB),
 		   (unsigned long long)(mem_total / MIB));
 	left = range_cached(0, dev_size) * PAGE_SZ;
-	tap_result(left <= uncached_ra_leftover_bound(MIB),
+	tap_result(left <= uncached_ra_leftover_bound(fd, MIB),
 		   "memory pressure: %llu KiB of the device cached afterwards (bound %llu KiB)",
 		   (unsigned long long)(left >> 10),
-		   (unsigned long long)(uncached_ra_leftover_bound(MIB) >> 10));
+		   (unsigned long long)(uncached_ra_leftover_bound(fd, MIB) >> 10));
 	bdev_evict(fd, 0, dev_size);
 	p = mp_read(0, want);
 	tap_result(p.data_ok && p.growth >= want && want > bound,

@@ -285,7 +285,7 @@ static void compare_residency(const unsigned char *before,
 static void metadata_kept(const struct walk *first)
 {
 	uint64_t n = pages_of(dev_size), nbefore, lost, added;
-	uint64_t bound = uncached_ra_leftover_bound(BS);
+	uint64_t bound = uncached_ra_leftover_bound(fd, BS);
 	unsigned char *before, *after;
 	struct walk again;
 

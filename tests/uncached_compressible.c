@@ -94,7 +94,7 @@ static void read_half(const char *path)
 		   "uncached read of the first half: right data");
 	expect_read_left(fd, 0, HALF, 0, busy, "the half read");
 	expect_cached_at_most(fd, HALF, FILE_LEN - HALF,
-			      uncached_ra_leftover_bound(BS),
+			      uncached_ra_leftover_bound(fd, BS),
 			      "readahead beyond the half read");
 	close(fd);
 }

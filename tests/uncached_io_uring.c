@@ -120,11 +120,11 @@ static void uring_read(const char *path, int op, const char *name,
 		       unsigned int seed)
 {
 	int fd = make_cold_file(path, FILE_LEN, seed);
-	uint64_t window = BS;
+	uint64_t window = file_ra_window(fd);
 	char what[96];
 
-	if (window < UNCACHED_RA_MIN_WINDOW)
-		window = UNCACHED_RA_MIN_WINDOW;
+	if (window < BS)
+		window = BS;
 	tap_result(ring_pass(fd, op, seed),
 		   "%s: %llu uncached reads of 64 KiB, %d in flight, data right",
 		   name, (unsigned long long)NR_BLOCKS, QD);

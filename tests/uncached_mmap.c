@@ -111,7 +111,7 @@ static void mapped_never_dropped(const char *path)
 	tap_diag("leftover after the uncached read of 16 KiB: %llu KiB (bound %llu KiB)",
 		 (unsigned long long)(nr_cached(fd, off, FILE_LEN - off) *
 				      PAGE_SZ >> 10),
-		 (unsigned long long)(uncached_ra_leftover_bound(off) >> 10));
+		 (unsigned long long)(uncached_ra_leftover_bound(fd, off) >> 10));
 	map = map_file(fd, PROT_READ);
 	tap_result(touch(map, off, len, 55), "mapped pages read right");
 	tap_result(read_range_flags(fd, 0, range, range, RWF_UNCACHED, 55),

@@ -47,7 +47,7 @@ static void expect_leftover(int fd, uint64_t end, size_t bs, const char *what)
 
 	snprintf(beyond, sizeof(beyond), "%s: read ahead beyond the read", what);
 	expect_cached_at_most(fd, end, FILE_LEN - end,
-			      uncached_ra_leftover_bound(bs), beyond);
+			      uncached_ra_leftover_bound(fd, bs), beyond);
 }
 
 /*

@@ -140,7 +140,7 @@ static void scenario(const char *path, enum user who)
 	tap_result(left > 0,
 		   "%s: it leaves %llu KiB read ahead beyond 64 KiB (want > 0, bound %llu KiB)",
 		   name, (unsigned long long)(left * PAGE_SZ >> 10),
-		   (unsigned long long)(uncached_ra_leftover_bound(HEAD) >> 10));
+		   (unsigned long long)(uncached_ra_leftover_bound(fd, HEAD) >> 10));
 	if (who != NOBODY) {
 		tap_result(cached_user(fd, who, seed),
 			   "%s: reads the whole file%s", name,

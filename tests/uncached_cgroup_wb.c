@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * RWF_UNCACHED writes under cgroup writeback (CONFIG_CGROUP_WRITEBACK, as
+ * Debian ships it), on the filesystem mounted at argv[1]. Uncached writes
+ * count their dirty pages per bdi_writeback (the write-behind counter,
+ * "UncachedDirty" in /sys/kernel/debug/bdi/BDI/stats and wb_stats); the
+ * flusher writes back that many pages after an uncached write.
+ *
+ * - adoption: a buffered read that adopts the dirty folios of uncached
+ *   writes before the flusher wrote them takes them off the counter: once
+ *   all is written back the counter of every wb is back to 0, and a later
+ *   uncached write does not make the flusher write back a bystander's dirty
+ *   data beyond the pages it dirtied itself;
+ * - wb switch: a file first dirtied from a memory+io cgroup is then written
+ *   uncached from the root cgroup while that cgroup is removed, until the
+ *   kernel switches the inode to another wb (the writeback:inode_switch_wbs
+ *   tracepoint says so) with dirty uncached pages: no splat (the switch
+ *   holds the i_pages lock across the write-behind request), the data is
+ *   right, and once all is written back every wb's counter is 0 again.
+ *
+ * The cgroup v2 hierarchy (/sys/fs/cgroup), debugfs and tracefs are mounted
+ * by the guest's /init.
+ */
+#include "uncached_io.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#define CGROOT		"/sys/fs/cgroup"
+#define TRACING		"/sys/kernel/tracing"
+#define SWITCH_EVENT	TRACING "/events/writeback/inode_switch_wbs/enable"
+#define BDI_DIR		"/sys/kernel/debug/bdi"
+#define KIB		1024ULL
+#define MIB		(1024 * KIB)
+#define BS		(64 * KIB)
+#define ADOPT_LEN	(4 * MIB)
+#define BYSTANDER_LEN	(8 * MIB)
+#define CHILD_LEN	MIB
+#define SWITCH_LEN	(4 * MIB)	/* the root writer's range, after CHILD_LEN */
+#define SWITCH_BS	(16 * KIB)
+#define MAX_ROUNDS	6
+#define ADOPT_RACE_PAGES	8
+#define NR_CASES	7
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	ssize_t len = strlen(text);
+
+	if (fd < 0 || write(fd, text, len) != len)
+		tap_bail("write '%s' to %s: %s", text, path, strerror(errno));
+	close(fd);
+}
+
+/* Does the file @path hold the word @word? */
+static bool file_has_word(const char *path, const char *word)
+{
+	FILE *f = fopen(path, "r");
+	char w[64];
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fscanf(f, "%63s", w) == 1)
+		found = !strcmp(w, word);
+	fclose(f);
+	return found;
+}
+
+/*
+ * The sum over every bdi of the signed "@key" lines (kB) of file @name
+ * (stats: the bdi's wbs together; wb_stats: one block per wb) in *@sum_out.
+ * False when no bdi has the line: the kernel does not expose the counter.
+ */
+static bool bdi_sum(const char *name, const char *key, long long *sum_out)
+{
+	DIR *dir = opendir(BDI_DIR);
+	struct dirent *de;
+	long long sum = 0;
+	bool seen = false;
+
+	if (!dir)
+		tap_bail("%s: %s (debugfs not mounted?)", BDI_DIR, strerror(errno));
+	while ((de = readdir(dir))) {
+		char path[512], line[256];
+		long long v;
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/%s", BDI_DIR, de->d_name, name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			if (strncmp(line, key, strlen(key)) ||
+			    sscanf(line + strlen(key), " %lld", &v) != 1)
+				continue;
+			sum += v;
+			seen = true;
+		}
+		fclose(f);
+	}
+	closedir(dir);
+	if (!seen)
+		tap_diag("no bdi has a '%s' line in %s: the kernel does not expose the write-behind counter",
+			 key, name);
+	*sum_out = sum;
+	return seen;
+}
+
+/* Is a wb of the cgroup with inode number @cgino still in some wb_stats? */
+static bool wb_of_cgroup_listed(unsigned long cgino)
+{
+	DIR *dir = opendir(BDI_DIR);
+	struct dirent *de;
+	bool found = false;
+
+	if (!dir)
+		tap_bail("%s: %s", BDI_DIR, strerror(errno));
+	while (!found && (de = readdir(dir))) {
+		char path[512], line[256];
+		unsigned long ino;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s/wb_stats", BDI_DIR, de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (!found && fgets(line, sizeof(line), f))
+			found = sscanf(line, "WbCgIno: %lu", &ino) == 1 &&
+				ino == cgino;
+		fclose(f);
+	}
+	closedir(dir);
+	return found;
+}
+
+/* Every wb's write-behind counter, after all is written back: 0 kB. */
+static void expect_counter_zero(const char *what)
+{
+	long long kb = 0;
+	bool shown = true;
+	int waited;
+
+	sync();
+	/* the drop after writeback is deferred; the counter is not, but wait */
+	for (waited = 0; waited < 5000; waited += 50) {
+		shown = bdi_sum("stats", "BdiUncachedDirty:", &kb);
+		if (!shown || !kb)
+			break;
+		usleep(50000);
+	}
+	tap_result(shown && kb == 0,
+		   "%s: once all is written back, the write-behind counters of all wbs sum to %lld kB (want 0)",
+		   what, kb);
+}
+
+/*
+ * After fsync, the folios read back buffered stay cached: all but those the
+ * drop after writeback removed while the read was taking them (the read
+ * then copies a folio that is already out of the page cache, as with any
+ * concurrent invalidation): at most ADOPT_RACE_PAGES.
+ */
+static void expect_adopted(int fd)
+{
+	struct cachestat cs = wait_range_settled(fd, 0, ADOPT_LEN, -1,
+						 UNCACHED_SETTLE_MS);
+	uint64_t want = pages_of(ADOPT_LEN);
+
+	diag_cachestat("adoption: the folios read back buffered", cs);
+	if (cs.nr_cache != want)
+		diag_cached_pages(fd, 0, ADOPT_LEN);
+	tap_result(!cs.nr_dirty && !cs.nr_writeback && cs.nr_cache <= want &&
+		   cs.nr_cache + ADOPT_RACE_PAGES >= want,
+		   "adoption: %llu of the %llu pages read back buffered stay cached after writeback (at most %d lost to the drop racing the read)",
+		   (unsigned long long)cs.nr_cache, (unsigned long long)want,
+		   ADOPT_RACE_PAGES);
+}
+
+/* Uncached writes, each followed by a buffered read that adopts its folios. */
+static void adoption(void)
+{
+	const char *path = test_path("adopt");
+	int fd = xopen(path, O_RDWR | O_CREAT | O_TRUNC);
+	char *buf = xmalloc(BS);
+	uint64_t off;
+
+	for (off = 0; off < ADOPT_LEN; off += BS) {
+		if (!write_range_flags(fd, off, BS, BS, RWF_UNCACHED, 1))
+			tap_bail("uncached write at %llu failed", (unsigned long long)off);
+		if (pread(fd, buf, BS, off) != BS ||
+		    check_pattern(buf, BS, off, 1) >= 0)
+			tap_bail("buffered read back at %llu failed", (unsigned long long)off);
+	}
+	free(buf);
+	if (fsync(fd))
+		tap_bail("fsync: %s", strerror(errno));
+	expect_adopted(fd);
+	expect_counter_zero("adoption");
+	close(fd);
+	unlink(path);
+}
+
+/*
+ * A bystander's dirty data (a buffered writer's) is written back by the
+ * write-behind of a later uncached write only as far as that write dirtied
+ * pages: the pass writes as many pages as the counter says.
+ */
+static void bystander(void)
+{
+	const char *bpath = test_path("bystander");
+	int bfd = xopen(bpath, O_RDWR | O_CREAT | O_TRUNC), fd;
+	uint64_t before, after, allowed = pages_of(BS);
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s", test_path("after"));
+	fd = xopen(path, O_RDWR | O_CREAT | O_TRUNC);
+	write_pattern(bfd, BYSTANDER_LEN, 0, 2);
+	usleep(200000);
+	before = file_cachestat(bfd, 0, BYSTANDER_LEN).nr_dirty;
+	if (!write_range_flags(fd, 0, BS, BS, RWF_UNCACHED, 3))
+		tap_bail("uncached write failed");
+	usleep(300000);
+	after = file_cachestat(bfd, 0, BYSTANDER_LEN).nr_dirty;
+	tap_result(before == pages_of(BYSTANDER_LEN) &&
+		   before - after <= allowed,
+		   "bystander: an uncached write of %llu pages had %llu of the bystander's %llu dirty pages written back (at most %llu)",
+		   (unsigned long long)pages_of(BS),
+		   (unsigned long long)(before - after),
+		   (unsigned long long)before, (unsigned long long)allowed);
+	fsync(bfd);
+	fsync(fd);
+	close(bfd);
+	close(fd);
+	unlink(bpath);
+	unlink(path);
+}
+
+/* Number of inode_switch_wbs events for inode @ino in the trace buffer. */
+static int switches_of(unsigned long ino)
+{
+	FILE *f = fopen(TRACING "/trace", "r");
+	char line[512], want[64];
+	int n = 0;
+
+	if (!f)
+		tap_bail("%s/trace: %s", TRACING, strerror(errno));
+	snprintf(want, sizeof(want), " ino=%lu ", ino);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "inode_switch_wbs") && strstr(line, want);
+	fclose(f);
+	return n;
+}
+
+/* The child: join @cg, dirty @path first (uncached), wait to be told. */
+static void child_dirty_first(const char *cg, const char *path, int go_fd)
+{
+	char procs[512], c;
+	int fd;
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	write_file(procs, "0");
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || !write_range_flags(fd, 0, CHILD_LEN, BS, RWF_UNCACHED, 4))
+		_exit(1);
+	if (write(go_fd, "x", 1) != 1 || read(go_fd, &c, 1) != 1)
+		_exit(1);
+	_exit(0);
+}
+
+/* Uncached writes of the root writer over its range for @ms. */
+static bool write_for(int fd, int ms, uint64_t *off)
+{
+	long long end = now_ms() + ms;
+
+	while (now_ms() < end) {
+		if (!write_range_flags(fd, CHILD_LEN + *off, SWITCH_BS, SWITCH_BS,
+				       RWF_UNCACHED, 5))
+			return false;
+		*off = (*off + SWITCH_BS) % SWITCH_LEN;
+	}
+	return true;
+}
+
+/* rmdir @cg, retrying while it is busy (its last task is leaving). */
+static bool remove_cgroup(const char *cg, int fd, uint64_t *off)
+{
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		if (!rmdir(cg))
+			return true;
+		if (errno != EBUSY || !write_for(fd, 20, off))
+			break;
+	}
+	tap_diag("rmdir %s: %s", cg, strerror(errno));
+	return false;
+}
+
+/*
+ * One round: a new cgroup and file; the child dirties the file first, the
+ * root writer writes it while the child leaves and the cgroup goes away.
+ * Returns the number of wb switches of the file seen; *cgino the cgroup's.
+ */
+static int switch_round(int round, bool *ok, unsigned long *cgino)
+{
+	char cg[256], path[4096];
+	int sv[2], fd, status;
+	uint64_t off = 0;
+	struct stat st;
+	pid_t pid;
+	char c;
+
+	snprintf(cg, sizeof(cg), "%s/uncached-wb.%d.%d", CGROOT, getpid(), round);
+	snprintf(path, sizeof(path), "%s", test_path("switch"));
+	if (mkdir(cg, 0755) || stat(cg, &st))
+		tap_bail("mkdir %s: %s", cg, strerror(errno));
+	*cgino = st.st_ino;
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		tap_bail("socketpair: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0)
+		tap_bail("fork: %s", strerror(errno));
+	if (!pid)
+		child_dirty_first(cg, path, sv[1]);
+	if (read(sv[0], &c, 1) != 1)
+		tap_bail("the child could not write %s", path);
+	fd = xopen(path, O_RDWR);
+	*ok = write_for(fd, 1500, &off) && *ok;
+	if (write(sv[0], "x", 1) != 1 || waitpid(pid, &status, 0) != pid ||
+	    !WIFEXITED(status) || WEXITSTATUS(status))
+		tap_bail("the child in %s failed", cg);
+	*ok = remove_cgroup(cg, fd, &off) && *ok;
+	*ok = write_for(fd, 1500, &off) && *ok;
+	if (fstat(fd, &st))
+		tap_bail("fstat: %s", strerror(errno));
+	if (fsync(fd))
+		tap_bail("fsync: %s", strerror(errno));
+	*ok = verify_pattern(fd, CHILD_LEN, 0, 4) && *ok;
+	close(fd);
+	close(sv[0]);
+	close(sv[1]);
+	unlink(path);
+	return switches_of(st.st_ino);
+}
+
+static void wb_switch(void)
+{
+	unsigned long cgino[MAX_ROUNDS];
+	int round, switches = 0, waited;
+	bool ok = true, gone = false;
+
+	write_file(TRACING "/trace", "");
+	write_file(SWITCH_EVENT, "1");
+	for (round = 0; round < MAX_ROUNDS && !switches; round++)
+		switches += switch_round(round, &ok, &cgino[round]);
+	write_file(SWITCH_EVENT, "0");
+	tap_result(switches > 0,
+		   "wb switch: the inode written uncached switched wb %d time(s) in %d round(s)",
+		   switches, round);
+	tap_result(ok, "wb switch: the uncached writes and the cgroup removal worked, data right");
+	/* the removed cgroups' wbs go once their inodes have moved away */
+	for (waited = 0; !gone && waited < 10000; waited += 100) {
+		int i;
+
+		sync();
+		gone = true;
+		for (i = 0; i < round; i++)
+			gone = gone && !wb_of_cgroup_listed(cgino[i]);
+		if (!gone)
+			usleep(100000);
+	}
+	tap_result(gone, "wb switch: the wbs of the removed cgroups are released");
+	expect_counter_zero("wb switch");
+}
+
+int main(int argc, char **argv)
+{
+	test_init(argc, argv);
+	tap_plan(NR_CASES);
+	if (!file_has_word(CGROOT "/cgroup.controllers", "memory") ||
+	    !file_has_word(CGROOT "/cgroup.controllers", "io"))
+		tap_bail("%s has no memory and io controllers: is cgroup v2 mounted (by /init)?",
+			 CGROOT);
+	if (!file_has_word(CGROOT "/cgroup.subtree_control", "memory") ||
+	    !file_has_word(CGROOT "/cgroup.subtree_control", "io"))
+		write_file(CGROOT "/cgroup.subtree_control", "+memory +io");
+	if (access(SWITCH_EVENT, W_OK))
+		tap_bail("%s: %s (tracefs not mounted?)", SWITCH_EVENT, strerror(errno));
+	adoption();
+	bystander();
+	wb_switch();
+	return tap_finish();
+}
