@@ -106,6 +106,8 @@ PATCHED_SRC=$SRC_DIR/patched
 RESULTS=$BUILD/results
 TIMES=$BUILD/times	# KIND.list: "STEP SECONDS" of earlier runs, for estimates
 INITRD=$BUILD/initramfs/initramfs.cpio	# scripts/build-initramfs.sh
+# the host-userland guest's (ROOTFS=host): scripts/build-host-initramfs.sh
+HOST_INITRD=$BUILD/initramfs/host-initramfs.cpio
 DISKS_FILE=$TOP/scripts/disks.list	# the filesystems of make qemu-test
 MATRIX_FILE=$TOP/scripts/matrix-disks.list	# and those make qemu-test-matrix adds
 LEFT_OUT_FILE=$TOP/tests/left-out.list	# tests a filesystem target skips, and why
@@ -119,6 +121,7 @@ DEVICE_TESTS_FILE=$TOP/tests/blockdev.list
 GUEST_TIMEOUT=3600	# seconds: the whole suite takes 10-30 min under TCG
 GUEST_MEM=384M		# uncached_memory_pressure needs a guest with little RAM
 GUEST_SMP=2
+GUEST_ROOTFS=busybox	# run_guest's userland: busybox (the tests) or host
 
 # all_filesystems: the filesystems of scripts/disks.list, on one line;
 # matrix_filesystems: those of scripts/matrix-disks.list.
@@ -143,12 +146,14 @@ disk_lists() {
 }
 
 # disk_line NAME: the line of the disk NAME in the disk lists (empty when
-# none has it).
+# none has it). awk reads to the end: exiting at the first match would
+# kill a list_entries still writing with SIGPIPE (status 141 under
+# pipefail).
 disk_line() {
 	local list
 	for list in $(disk_lists); do
 		list_entries "$list"
-	done | awk -v name="$1" '$1 == name { print; exit }'
+	done | awk -v name="$1" '$1 == name && !found { print; found = 1 }'
 }
 
 # fs_type NAME: the filesystem type of the disk NAME ("raw": never mounted).
@@ -250,14 +255,27 @@ tree_flavor_args() {
 	TREE=$2 FLAVOR=$3
 }
 
+# guest_rootfs NAME: fail unless NAME names a guest userland.
+guest_rootfs() {
+	case $1 in
+	busybox | host) ;;
+	*) die "unknown ROOTFS '$1' (busybox: the test initramfs; host: the host's root filesystem, read-only over virtio-9p)" ;;
+	esac
+}
+
 # run_guest KERNEL DIR ARGS...: scripts/run-qemu.sh on KERNEL with the test
-# initramfs, results in DIR, the guest limits (GUEST_*, or QEMU_* from the
-# environment) and then ARGS (a later option wins over an earlier one).
+# initramfs (GUEST_ROOTFS=host: the host-userland one), results in DIR, the
+# guest limits (GUEST_*, or QEMU_* from the environment) and then ARGS (a
+# later option wins over an earlier one).
 run_guest() {
-	local kernel=$1 dir=$2
+	local kernel=$1 dir=$2 initrd=$INITRD hint="run 'make initramfs' first"
 	shift 2
-	need_file "$INITRD" "run 'make initramfs' first"
-	"$TOP/scripts/run-qemu.sh" --kernel "$kernel" --initrd "$INITRD" --results "$dir" \
+	guest_rootfs "$GUEST_ROOTFS"
+	[ "$GUEST_ROOTFS" = busybox ] ||
+		initrd=$HOST_INITRD hint="run scripts/build-host-initramfs.sh first"
+	need_file "$initrd" "$hint"
+	"$TOP/scripts/run-qemu.sh" --kernel "$kernel" --initrd "$initrd" --results "$dir" \
+		--rootfs "$GUEST_ROOTFS" \
 		--timeout "${QEMU_TIMEOUT:-$GUEST_TIMEOUT}" --mem "${QEMU_MEM:-$GUEST_MEM}" \
 		--smp "${QEMU_SMP:-$GUEST_SMP}" "$@"
 }

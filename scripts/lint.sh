@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # lint.sh - make lint (also the first step of make qemu-test): in seconds,
 #   - shellcheck, every severity, on every shell script of the harness
-#     (scripts/*.sh, scripts/quilt, initramfs/init, initramfs/run-tests,
-#     the guest commands initramfs/*.sh, .ci/run): no finding at all. A finding that must stay is disabled on
+#     (scripts/*.sh, scripts/quilt, initramfs/init, initramfs/host-init,
+#     initramfs/run-tests, the guest commands initramfs/*.sh, .ci/run): no
+#     finding at all. A finding that must stay is disabled on
 #     its line with '# shellcheck disable=SCnnnn # why';
 #   - the kernel's checkpatch.pl (build/src/pristine/scripts/checkpatch.pl
 #     --no-tree -f, from 'make source') on the guest C files (tests/*.c,
@@ -16,7 +17,8 @@ CHECKPATCH=$PRISTINE_SRC/scripts/checkpatch.pl
 
 shell_scripts() {
 	printf '%s\n' "$TOP"/scripts/*.sh "$TOP/scripts/quilt" \
-		"$TOP/initramfs/init" "$TOP/initramfs/run-tests" "$TOP"/initramfs/*.sh \
+		"$TOP/initramfs/init" "$TOP/initramfs/host-init" "$TOP/initramfs/run-tests" \
+		"$TOP"/initramfs/*.sh \
 		"$TOP/.ci/run"
 }
 

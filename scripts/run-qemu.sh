@@ -31,6 +31,11 @@
 #                 budget UNCACHED_STRESS_OPS); values are plain words
 #   --timeout SECS  --mem SIZE  --smp N   (defaults: GUEST_* in lib.sh:
 #                 3600, 384M, 2)            --accel auto|tcg|kvm
+#   --rootfs busybox|host   (busybox) host: --initrd is the host-userland
+#                 one (build-host-initramfs.sh); QEMU shares the host's / read-only
+#                 over virtio-9p (tag hostroot) and DIR/share read-write
+#                 (tag results, mounted on the same path in the guest);
+#                 --mode test runs --cmd there (initramfs/host-init)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -38,6 +43,7 @@ KERNEL='' INITRD='' RESULTS_DIR='' MODE=test CMD='' SELFTEST='' TESTS_LIST=''
 DEVICE_TESTS_LIST='' DEVICES=''
 TEST_ENV='' FILESYSTEMS='' DISKS_DIR='' TIMEOUT=$GUEST_TIMEOUT MEM=$GUEST_MEM SMP=$GUEST_SMP
 ACCEL=${ACCEL:-auto}
+ROOTFS=busybox
 KVM_PROBE=$BUILD/kvm-probe
 
 usage() { die "usage: run-qemu.sh --kernel BZIMAGE --initrd CPIO --results DIR [options] (see the header of scripts/run-qemu.sh)"; }
@@ -61,6 +67,7 @@ parse_args() {
 		--mem) MEM=$2 ;;
 		--smp) SMP=$2 ;;
 		--accel) ACCEL=$2 ;;
+		--rootfs) ROOTFS=$2 ;;
 		*) usage ;;
 		esac
 		shift 2
@@ -73,6 +80,7 @@ parse_args() {
 	case $MODE in test|shell|probe) ;; cmd) [ -n "$CMD" ] || die "--mode cmd needs --cmd" ;;
 	*) die "unknown --mode '$MODE' (test, shell, cmd or probe)" ;; esac
 	case $ACCEL in auto|tcg|kvm) ;; *) die "unknown --accel '$ACCEL' (auto, tcg or kvm)" ;; esac
+	guest_rootfs "$ROOTFS"
 	[[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout takes seconds, not '$TIMEOUT'"
 	[[ $SMP =~ ^[1-9][0-9]*$ ]] || die "--smp takes a number of CPUs, not '$SMP'"
 	[[ $MEM =~ ^[0-9]+[MG]$ ]] || die "--mem takes a size like 512M or 2G, not '$MEM'"
@@ -192,6 +200,7 @@ make_run_initrd() {
 	test_env="$TEST_ENV"
 	CONF
 	cat "$RESULTS_DIR/resources" >>"$dir/run.conf"
+	[ "$ROOTFS" = busybox ] || echo "share_dir=$(realpath "$RESULTS_DIR/share")" >>"$dir/run.conf"
 	printf '%s\n' "$CMD" >"$dir/cmd"
 	{
 		echo "file /etc/uncached/run.conf $dir/run.conf 644 0 0"
@@ -218,7 +227,7 @@ pick_accel() {
 	if [ ! -f "$KVM_PROBE" ] || [ "$(sed -n 2p "$KVM_PROBE")" != "$key" ]; then
 		log "probing whether KVM boots this guest (20 s at most)"
 		if "$0" --kernel "$KERNEL" --initrd "$INITRD" --results "$BUILD/kvm-probe.d" \
-			--mode probe --fs none --accel kvm --timeout 20 >/dev/null 2>&1 &&
+			--mode probe --fs none --accel kvm --timeout 20 --rootfs "$ROOTFS" >/dev/null 2>&1 &&
 			grep -q "^uncached-done nonce=$(cat "$BUILD/kvm-probe.d/nonce")" \
 				"$BUILD/kvm-probe.d/channel.log" 2>/dev/null; then
 			printf 'kvm\n%s\n' "$key" >"$KVM_PROBE"
@@ -237,11 +246,31 @@ accel_args() {
 	esac
 }
 
+# timeout_args: an interactive shell's QEMU stays in the terminal's
+# foreground process group (a background one is stopped, SIGTTIN, when it
+# reads the terminal); a timeout then spares the command's children, which
+# QEMU has none of.
+timeout_args() {
+	case $MODE in
+	shell) echo "--foreground" ;;
+	esac
+}
+
 console_args() {
 	case $MODE in
 	shell|cmd) echo "-chardev stdio,id=con,signal=off,logfile=$RESULTS_DIR/console.log -serial chardev:con" ;;
 	*) echo "-chardev file,id=con,path=$RESULTS_DIR/console.log -serial chardev:con" ;;
 	esac
+}
+
+# rootfs_args: the host-userland guest's 9p shares (none for busybox).
+rootfs_args() {
+	local share
+	[ "$ROOTFS" = host ] || return 0
+	share=$(realpath "$RESULTS_DIR/share")
+	[[ $share =~ ^[^,[:space:]]+$ ]] || die "the results directory $share must not hold commas or spaces (a QEMU -virtfs path)"
+	echo "-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
+	echo "-virtfs local,path=$share,mount_tag=results,security_model=none,multidevs=remap"
 }
 
 split_tap() {
@@ -253,7 +282,7 @@ split_tap() {
 
 main() {
 	help_if_asked "$@"
-	local accel disks status=0
+	local accel disks shares status=0
 	parse_args "$@"
 	need_cmd qemu-system-x86_64 timeout
 	rm -rf "$RESULTS_DIR"
@@ -261,12 +290,14 @@ main() {
 	NONCE=$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
 	echo "$NONCE" >"$RESULTS_DIR/nonce"
 	write_resources
+	[ "$ROOTFS" = busybox ] || mkdir -p "$RESULTS_DIR/share"
 	make_run_initrd
 	disks=$(disk_args)
+	shares=$(rootfs_args)
 	accel=$(pick_accel)
 	: >"$RESULTS_DIR/channel.log"
 	# shellcheck disable=SC2046,SC2086
-	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
+	timeout $(timeout_args) -k 10 "$TIMEOUT" qemu-system-x86_64 \
 		-nodefaults -nographic -no-reboot $(accel_args "$accel") \
 		-smp "$SMP" -m "$MEM" \
 		-kernel "$KERNEL" -initrd "$RESULTS_DIR/initrd.cpio" \
@@ -275,7 +306,7 @@ main() {
 		-device virtio-serial-pci \
 		-chardev file,id=results,path="$RESULTS_DIR/channel.log" \
 		-device virtserialport,chardev=results,name=uncached.results \
-		$disks || status=$?
+		$shares $disks || status=$?
 	echo "$status" >"$RESULTS_DIR/qemu.status"
 	echo "$accel" >"$RESULTS_DIR/accel"
 	split_tap
