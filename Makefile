@@ -13,6 +13,9 @@ CMD ?=
 ## TREE=pristine: the pristine 6.12 kernel instead of the patched one
 ## FLAVOR=perf: the performance kernel (no KASAN, lockdep)
 ## CMD='...': make boot runs this shell command in the guest
+## ROOTFS=host: make boot: the host's userland (its / read-only over virtio-9p)
+## FSTESTS_SRC=PATH: make fstests: fstests from this tarball or directory
+## FIO_SRC=PATH: make bench: fio from this tarball or directory (default: ../shared/vendor/)
 ## QEMU_TIMEOUT=SECS: time limit of a test guest (default 3600)
 ## QEMU_MEM=SIZE: memory of a test guest (default 384M)
 ## QEMU_SMP=N: CPUs of a test guest (default 2)
@@ -45,7 +48,7 @@ CHECKPATCH := build/src/pristine/scripts/checkpatch.pl
 
 .PHONY: all deps source kernel initramfs qemu-test qemu-test-matrix boot \
 	harness-selftest check-series crash-test stress qemu-baseline demo bench \
-	clean distclean help lint soak
+	clean distclean help lint soak fstests
 
 ## all: kernel and initramfs (the default)
 all: kernel initramfs
@@ -89,6 +92,10 @@ qemu-test-matrix: lint kernel initramfs
 ## boot: a shell in the guest, or with CMD='...' one command
 boot: kernel initramfs
 	@scripts/boot.sh $(KARGS) '$(subst ','\'',$(CMD))'
+
+## fstests: upstream fstests on ext4, XFS, btrfs (tests/fstests.list; FS=, TESTS=)
+fstests: kernel initramfs
+	@scripts/fstests.sh --fs '$(FS)' --tests '$(TESTS)' $(KARGS)
 
 ## harness-selftest: inject faults and check that the verdict fails
 harness-selftest: kernel initramfs
