@@ -77,34 +77,45 @@ bench_prepare() {
 		-s "$BENCH_FILESIZE" --prepare
 }
 
-# The fio of the tools disk (serial "tools"), with its own libraries and a
-# shim for System V shared memory, which the guest kernel lacks.
+# The static fio of the tools disk (serial "tools"; scripts/build-fio.sh).
 mount_tools() {
 	local dev
 	[ -x "$TOOLS/bin/fio" ] && return 0
 	dev=$(disk_node tools) && mkdir -p "$TOOLS" &&
-		mount -t ext4 -o ro "$dev" "$TOOLS" && return 0
+		mount -t ext4 -o ro "$dev" "$TOOLS" && [ -x "$TOOLS/bin/fio" ] &&
+		return 0
 	echo "bench-guest: no tools disk with fio"
 	return 1
 }
 
-fio_cmd() {
-	"$TOOLS/lib/ld-linux-x86-64.so.2" --library-path "$TOOLS/lib" \
-		--preload "$TOOLS/lib/fio-shm-shim.so" "$TOOLS/bin/fio" "$@"
+# fio_mode MODE: fio's option for a mode of scripts/bench.list.
+fio_mode() {
+	case $1 in
+	buffered) ;;
+	uncached) echo --uncached=1 ;;
+	direct) echo --direct=1 ;;
+	*) echo "bench-guest: unknown mode $1" >&2; return 1 ;;
+	esac
 }
 
-# run_fio LABEL FS OP MODE BLOCK THREADS SECONDS OPTIONS (inside run_logged)
+# run_fio LABEL FS OP MODE BLOCK THREADS SECONDS OPTIONS (inside run_logged):
+# fio on the data set, as uncached_bench runs it (one file per thread,
+# BLOCK-sized preadv2/pwritev2 calls, SECONDS), after sync and a cache drop.
 run_fio() {
-	local label=$1 fs=$2 op=$3 direct=0 rc
-	[ "$4" = direct ] && direct=1
+	local label=$1 fs=$2 op=$3 mode rc
+	if raw_target "$fs"; then
+		echo "bench-guest: fio runs on filesystems only, not on the raw target $fs"
+		return 1
+	fi
 	mount_tools || return 1
+	mode=$(fio_mode "$4") || return 1
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
-	# shellcheck disable=SC2086
-	fio_cmd --name="$label" --filename_format="/mnt/$fs/data.\$jobnum" \
+	# shellcheck disable=SC2086 # the options are words
+	"$TOOLS/bin/fio" --name="$label" --filename_format="/mnt/$fs/data.\$jobnum" \
 		--numjobs="$6" --size="$BENCH_FILESIZE" --bs="$5" --rw="$op" \
-		--direct="$direct" --ioengine=psync --thread --time_based \
-		--runtime="$7" --group_reporting --disk_util=0 \
+		--ioengine=pvsync2 $mode --thread --group_reporting --time_based \
+		--runtime="$7" --disk_util=0 \
 		--output-format=json --output=/tmp/fio.json $8
 	rc=$?
 	# stdout is already on its way to the port (run_logged), which
@@ -112,6 +123,71 @@ run_fio() {
 	echo "bench-fio-json-begin $label"
 	cat /tmp/fio.json
 	echo "bench-fio-json-end $label"
+	return $rc
+}
+
+# target_devs FS: the block devices (nvme0n1 ...) of target FS: the disk
+# FS, or the disks FS-NAME of a raw target.
+target_devs() {
+	local c serial
+	for c in /sys/class/nvme/nvme*; do
+		serial=$(tr -d ' ' <"$c/serial")
+		if [ "$serial" = "$1" ] ||
+			{ raw_target "$1" && [ "${serial#"$1"-}" != "$serial" ]; }; then
+			echo "${c##*/}n1"
+		fi
+	done
+}
+
+# ra_files FS: the read_ahead_kb files of the bdis target FS reads
+# through: its disks' queues and, on btrfs, the filesystem's own bdi (which
+# btrfs mounts with 4096).
+ra_files() {
+	local dev b
+	for dev in $(target_devs "$1"); do
+		echo "/sys/block/$dev/queue/read_ahead_kb"
+		for b in /sys/fs/btrfs/*/devices/"$dev"; do
+			[ -e "$b" ] && echo "${b%/devices/*}/bdi/read_ahead_kb"
+		done
+	done
+}
+
+# set_readahead FS KB: read_ahead_kb KB on target FS's bdis; the values
+# it replaced go to /tmp/readahead for restore_readahead.
+set_readahead() {
+	local f old
+	: >/tmp/readahead
+	for f in $(ra_files "$1"); do
+		old=$(cat "$f") || return 1
+		echo "$f $old" >>/tmp/readahead
+		echo "$2" >"$f" || return 1
+		echo "bench-guest: read_ahead_kb $(cat "$f") (was $old): $f"
+	done
+	[ -s /tmp/readahead ] && return 0
+	echo "bench-guest: $1: no read_ahead_kb to set"
+	return 1
+}
+
+restore_readahead() {
+	local f kb
+	while read -r f kb; do
+		echo "$kb" >"$f"
+	done </tmp/readahead
+	: >/tmp/readahead
+}
+
+# with_readahead FS KB CMD...: run CMD with read_ahead_kb KB on target FS
+# (- : as the target has it), restored afterwards; CMD's status.
+with_readahead() {
+	local fs=$1 kb=$2 rc=0
+	shift 2
+	if [ "$kb" = - ]; then
+		"$@"
+		return
+	fi
+	set_readahead "$fs" "$kb" || rc=1
+	[ $rc != 0 ] || "$@" || rc=$?
+	restore_readahead
 	return $rc
 }
 
@@ -147,10 +223,10 @@ scratch_files() {
 	done
 }
 
-# bench_run FS ID TOOL OP MODE BLOCK THREADS SECONDS OPTIONS
+# bench_run FS ID TOOL OP MODE BLOCK THREADS SECONDS READAHEAD OPTIONS
 bench_run() {
 	local fs=$1 id=$2 tool=$3 op=$4 mode=$5 bs=$6 threads=$7 secs=$8
-	local opts=$9 label="$1/$2/$5" prefix name=data scratch p
+	local ra=$9 opts=${10} label="$1/$2/$5" prefix name=data scratch p
 	[ "$threads" = - ] && threads=$BENCH_SMP
 	[ "$opts" = - ] && opts=
 	[ "$tool" = fio ] && label="fio:$label"
@@ -164,14 +240,14 @@ bench_run() {
 		return
 	fi
 	if [ "$tool" = fio ]; then
-		run_logged "$label" run_fio "$label" "$fs" "$op" "$mode" \
-			"$bs" "$threads" "$secs" "$opts"
+		run_logged "$label" with_readahead "$fs" "$ra" run_fio "$label" \
+			"$fs" "$op" "$mode" "$bs" "$threads" "$secs" "$opts"
 		return
 	fi
-	# shellcheck disable=SC2086
-	run_logged "$label" $BENCH -f "$prefix" -m "$mode" -o "$op" -b "$bs" \
-		-j "$threads" -s "$BENCH_FILESIZE" -t "$secs" --json \
-		--label "$label" $opts
+	# shellcheck disable=SC2086 # likewise
+	run_logged "$label" with_readahead "$fs" "$ra" $BENCH -f "$prefix" \
+		-m "$mode" -o "$op" -b "$bs" -j "$threads" -s "$BENCH_FILESIZE" \
+		-t "$secs" --json --label "$label" $opts
 	for p in $scratch; do
 		rm -f "$p".*
 	done

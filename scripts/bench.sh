@@ -4,7 +4,8 @@
 # Builds nothing: it boots each kernel once in a small guest with one big
 # NVMe disk per filesystem (and two raw ones for the block-device rows),
 # runs the matrix of scripts/bench.list there
-# (tests/uncached_bench and, as a cross-check, fio) and writes
+# (tests/uncached_bench and, next to it, fio: a static build of the
+# vendored fio 3.42, scripts/build-fio.sh) and writes
 #   build/bench/results.json  one record per kernel x fs x workload x mode
 #   build/bench/report.md     tables, ratios, the performance targets
 #   build/bench/*.png         MB/s and page cache over time
@@ -22,6 +23,8 @@
 #   BENCH_PRISTINE_KERNEL, BENCH_PATCHED_KERNEL  bzImages (default: the
 #       perf kernels, 'make kernel TREE=pristine|patched FLAVOR=perf')
 #   BENCH_LIST (scripts/bench.list)
+#   FIO_SRC (../shared/vendor/fio-f5344384.tar.xz)  fio's source, a tarball
+#       or a directory (scripts/build-fio.sh)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -116,7 +119,21 @@ check_settings() {
 		need_file "$(kernel_path "$k")" "build the perf kernels first (make kernel TREE=$k FLAVOR=perf)"
 	done
 	need_file "$BENCH_LIST" "the benchmark matrix"
+	check_list
 	need_file "$INITRD" "run 'make initramfs' first"
+}
+
+# check_list: every row of BENCH_LIST has its columns (see its header): a
+# known tool, op and mode, a readahead of - or KiB, options (- for none).
+check_list() {
+	local bad
+	bad=$(list_entries "$BENCH_LIST" | awk '
+		NF < 11 { print "too few columns: " $0; next }
+		$2 !~ /^(bench|fio)$/ { print "unknown tool " $2 ": " $0; next }
+		$3 !~ /^(read|write|copy)$/ { print "unknown op " $3 ": " $0; next }
+		$4 !~ /^(buffered|uncached|direct)$/ { print "unknown mode " $4 ": " $0; next }
+		$8 !~ /^(-|[1-9][0-9]*)$/ { print "readahead takes - or KiB, not " $8 ": " $0 }' | head -n 3)
+	[ -z "$bad" ] || die "$BENCH_LIST: $bad"
 }
 
 # The rows of the matrix for kernel $1 and target $2.
@@ -124,29 +141,23 @@ rows_for() {
 	local raw=0
 	raw_target "$2" && raw=1
 	list_entries "$BENCH_LIST" | awk -v k="$1" -v fs="$2" -v raw=$raw '
-		("," $8 ",") ~ ("," k ",") && ($9 == "all" || ($9 == "files" && !raw) ||
-			("," $9 ",") ~ ("," fs ","))'
+		("," $9 ",") ~ ("," k ",") && ($10 == "all" || ($10 == "files" && !raw) ||
+			("," $10 ",") ~ ("," fs ","))'
 }
 
 uses_fio() {
 	list_entries "$BENCH_LIST" | awk '$2 == "fio" {f = 1} END {exit !f}'
 }
 
-# fio and its shared libraries (it is dynamically linked) for the tools
-# disk, plus the System V shared memory shim the guest kernel needs.
+# The tools disk's files: the static fio (scripts/build-fio.sh: FIO_SRC or
+# the vendored tarball), the only program the guest needs besides its own.
 make_tools_dir() {
-	local fio lib
-	fio=$(command -v fio)
-	[ "$TOOLS_DIR/bin/fio" -nt "$fio" ] &&
-		[ "$TOOLS_DIR/lib/fio-shm-shim.so" -nt "$TOP/scripts/fio-shm-shim.c" ] && return 0
+	local fio
+	fio=$("$TOP/scripts/build-fio.sh")
+	[ "$TOOLS_DIR/bin/fio" -nt "$fio" ] && return 0
 	rm -rf "$TOOLS_DIR"
-	mkdir -p "$TOOLS_DIR/bin" "$TOOLS_DIR/lib"
-	cp -L "$fio" "$TOOLS_DIR/bin/fio"
-	for lib in $(ldd "$fio" | awk '/=>/ {print $3} /ld-linux/ {print $1}'); do
-		cp -L "$lib" "$TOOLS_DIR/lib/"
-	done
-	gcc -shared -fPIC -O2 -Wall -Wextra -Werror -o "$TOOLS_DIR/lib/fio-shm-shim.so" \
-		"$TOP/scripts/fio-shm-shim.c" || die "cannot build the fio shim"
+	mkdir -p "$TOOLS_DIR/bin"
+	cp "$fio" "$TOOLS_DIR/bin/fio"
 }
 
 # The disk list of this run: the bench disks, and fio's tools disk.
@@ -157,20 +168,21 @@ write_disks_list() {
 }
 
 # The guest command for kernel $1; the runs it must report go to $2
-# (fs id tool op mode block threads seconds options, tab-separated).
+# (fs id tool op mode block threads seconds readahead options,
+# tab-separated).
 write_guest_cmd() {
-	local kernel=$1 expected=$2 fs id tool op mode bs threads secs opts
+	local kernel=$1 expected=$2 fs id tool op mode bs threads secs ra opts
 	printf 'BENCH_SMP=%s\nBENCH_FILESIZE=%sM\nBENCH_RAW="%s"\n' "$BENCH_SMP" \
 		"$FILE_MIB" "$(raw_targets)"
 	cat "$TOP/initramfs/bench-guest.sh"
 	: >"$expected"
 	for fs in $BENCH_FS; do
 		echo "bench_prepare $fs"
-		while read -r id tool op mode bs threads secs _ _ opts; do
-			echo "bench_run $fs $id $tool $op $mode $bs $threads $secs '$opts'"
+		while read -r id tool op mode bs threads secs ra _ _ opts; do
+			echo "bench_run $fs $id $tool $op $mode $bs $threads $secs $ra '$opts'"
 			[ "$threads" = - ] && threads=$BENCH_SMP
-			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$fs" "$id" "$tool" \
-				"$op" "$mode" "$bs" "$threads" "$secs" "$opts" >>"$expected"
+			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$fs" "$id" \
+				"$tool" "$op" "$mode" "$bs" "$threads" "$secs" "$ra" "$opts" >>"$expected"
 		done < <(rows_for "$kernel" "$fs")
 	done
 	echo "bench_done"
@@ -206,7 +218,7 @@ unmounted_disks() {
 
 # Show the guest's progress: one line per run and its result.
 progress() {
-	grep --line-buffered -E '^(bench-run-begin|  steady|  total|  hot reader|uncached_bench: error|init: |Kernel panic|BUG:|WARNING:)' |
+	grep --line-buffered -E '^(bench-run-begin|  steady|  total|  hot reader|uncached_bench: error|bench-guest: |fio: |init: |Kernel panic|BUG:|WARNING:)' |
 		grep --line-buffered -v -E "cannot mount .* as ($(unmounted_disks))" |
 		sed -u 's/^/  guest: /' >&2 || true
 }
@@ -249,7 +261,6 @@ main() {
 		"$OUT/pristine" "$OUT/patched"
 	mkdir -p "$OUT"
 	if uses_fio; then
-		need_cmd fio ldd
 		make_tools_dir
 	fi
 	write_disks_list >"$OUT/disks.list"

@@ -37,6 +37,11 @@
  * --dst (files DST.i, or the regions of a device), a dd of 64 KiB calls per
  * thread, with the mode of -m on both sides; MB/s count the bytes copied.
  *
+ * --fadvise ADVICE calls posix_fadvise(fd, 0, 0, POSIX_FADV_<ADVICE>) on
+ * every data file (or device) a thread opens, right after open(), as fio
+ * does by default (it gives POSIX_FADV_SEQUENTIAL for sequential jobs):
+ * sequential doubles the file's readahead window.
+ *
  * The page cache is Cached + Buffers of /proc/meminfo: a block device's
  * page cache is counted in Buffers.
  */
@@ -62,6 +67,14 @@ enum op { OP_READ, OP_WRITE, OP_COPY };
 
 static const char *const mode_names[] = { "buffered", "uncached", "direct" };
 static const char *const op_names[] = { "read", "write", "copy" };
+/* --fadvise: the names of the POSIX_FADV_* advice, in fadvise_values' order */
+static const char *const fadvise_names[] = { "normal", "sequential",
+					     "random", "noreuse" };
+static const int fadvise_values[] = { POSIX_FADV_NORMAL,
+				      POSIX_FADV_SEQUENTIAL,
+				      POSIX_FADV_RANDOM, POSIX_FADV_NOREUSE };
+_Static_assert(ARRAY_SIZE(fadvise_names) == ARRAY_SIZE(fadvise_values),
+	       "a value for every --fadvise name");
 
 /*
  * The files of the threads: PREFIX.0 .. PREFIX.<THREADS-1>, or, when PREFIX
@@ -92,6 +105,7 @@ struct options {
 	bool drop;
 	const char *hot;	/* the hot reader's file, or NULL */
 	uint64_t hot_size;
+	int fadvise;		/* index in fadvise_names, or -1: none */
 };
 
 static struct options opt = {
@@ -101,6 +115,7 @@ static struct options opt = {
 	.filesize = 1ULL << 30,
 	.label = "",
 	.drop = true,
+	.fadvise = -1,
 };
 
 /* One side of a worker's calls: a file, or a region of a device. */
@@ -173,7 +188,7 @@ usage_error(const char *fmt, ...)
 	fprintf(stderr, "\nusage: uncached_bench -f FILE-PREFIX [-m buffered|uncached|direct]\n"
 		"  [-o read|write|copy --dst DST-PREFIX] [-b BLOCK] [-j THREADS]\n"
 		"  [-s FILESIZE] [-t SECONDS] [-n BYTES] [--truncate] [--no-drop]\n"
-		"  [--json] [--label TEXT]\n"
+		"  [--json] [--label TEXT] [--fadvise normal|sequential|random|noreuse]\n"
 		"  [--hot FILE [--hot-size SIZE]]   (-j 0: the hot reader alone)\n"
 		"  uncached_bench -f FILE-PREFIX [-j THREADS] [-s FILESIZE] --prepare\n"
 		"  uncached_bench -f FILE-PREFIX [-j THREADS] [-s FILESIZE] --cachestat\n"
@@ -330,6 +345,7 @@ static void parse_args(int argc, char **argv)
 		{ "hot", required_argument, NULL, 'H' },
 		{ "hot-size", required_argument, NULL, 'S' },
 		{ "dst", required_argument, NULL, 'd' },
+		{ "fadvise", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -389,6 +405,11 @@ static void parse_args(int argc, char **argv)
 			break;
 		case 'S':
 			opt.hot_size = parse_size(optarg, "--hot-size");
+			break;
+		case 'A':
+			opt.fadvise = parse_choice(optarg, fadvise_names,
+						   ARRAY_SIZE(fadvise_names),
+						   "--fadvise advice");
 			break;
 		case 'h':
 			usage_error("help");
@@ -654,6 +675,19 @@ static void check_device_size(int fd, const char *name)
 		    (unsigned long long)opt.filesize);
 }
 
+/* --fadvise: posix_fadvise() of the whole of @s's file (or device). */
+static void advise(const struct side *s)
+{
+	int err;
+
+	if (opt.fadvise < 0)
+		return;
+	err = posix_fadvise(s->fd, 0, 0, fadvise_values[opt.fadvise]);
+	if (err)
+		die("posix_fadvise %s %s: %s", s->name,
+		    fadvise_names[opt.fadvise], strerror(err));
+}
+
 /* Thread @idx's file of @set, opened for reading or writing, as @s. */
 static void open_side(struct side *s, struct fileset *set, int idx,
 		      bool write)
@@ -670,6 +704,7 @@ static void open_side(struct side *s, struct fileset *set, int idx,
 	s->fd = open(s->name, flags, 0644);
 	if (s->fd < 0)
 		die("open %s: %s", s->name, strerror(errno));
+	advise(s);
 	if (set->dev) {
 		check_device_size(s->fd, s->name);
 		return;
@@ -1072,6 +1107,8 @@ static int run_benchmark(void)
 	if (opt.max_bytes)
 		printf(", %llu MB at most",
 		       (unsigned long long)(opt.max_bytes >> 20));
+	if (opt.fadvise >= 0)
+		printf(", posix_fadvise %s", fadvise_names[opt.fadvise]);
 	printf("%s\n", opt.drop ? ", caches dropped first" : "");
 	if (opt.hot)
 		start_hot_reader();
