@@ -45,35 +45,6 @@ check_tree() {
 	fi
 }
 
-# unpack TARBALL: a fresh tree from it, unless the tree came from it.
-unpack() {
-	local src=$1 id tmp=$FIO_BUILD/tree.new
-	id=$(stat -c 'file %n %s %Y' "$src")
-	[ "$(cat "$FIO_BUILD/source" 2>/dev/null)" = "$id" ] && return 0
-	rm -rf "$tmp" "$TREE_DIR" "$FIO_BUILD/source"
-	mkdir -p "$tmp"
-	log "unpacking $src"
-	tar -xf "$src" -C "$tmp" --strip-components=1 ||
-		die "cannot unpack $src (FIO_SRC: a tarball with one top directory, or a directory)"
-	check_tree "$tmp" "$src"
-	mv "$tmp" "$TREE_DIR"
-	echo "$id" >"$FIO_BUILD/source"
-}
-
-# copy DIR: the directory's files over the tree (times kept: make rebuilds
-# only what changed; a tree from elsewhere is replaced).
-copy() {
-	local src=$1
-	check_tree "$src" "$src"
-	[ "$(cat "$FIO_BUILD/source" 2>/dev/null)" = "dir $src" ] ||
-		rm -rf "$TREE_DIR" "$FIO_BUILD/source"
-	log "copying $src"
-	mkdir -p "$TREE_DIR"
-	cp -a "$src/." "$TREE_DIR/"
-	rm -rf "$TREE_DIR/.git"
-	echo "dir $src" >"$FIO_BUILD/source"
-}
-
 # configure: ./configure when it has not run with these arguments.
 configure() {
 	local args=${CONFIGURE_ARGS[*]}
@@ -114,14 +85,10 @@ main() {
 	help_if_asked "$@"
 	[ $# -eq 0 ] || die "usage: build-fio.sh (the source: FIO_SRC, see --help)"
 	local src
-	need_cmd make gcc tar readelf
+	need_cmd make gcc tar rsync readelf
 	mkdir -p "$FIO_BUILD"
 	src=$(source_path)
-	if [ -d "$src" ]; then
-		copy "$src"
-	else
-		unpack "$src"
-	fi
+	source_tree "$src" "$FIO_BUILD" FIO_SRC check_tree
 	build
 	check_fio
 	echo "$TREE_DIR/fio"

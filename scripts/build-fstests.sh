@@ -60,38 +60,6 @@ clone_pinned() {
 		die "$url has no commit $commit"
 }
 
-# source_id PATH: what identifies a tarball (path, size, time): another
-# one is unpacked afresh.
-source_id() {
-	stat -c 'file %n %s %Y' "$1"
-}
-
-# unpack TARBALL: a fresh tree from it.
-unpack() {
-	local src=$1 tmp=$FSTESTS_BUILD/tree.new
-	rm -rf "$tmp" "$TREE_DIR" "$FSTESTS_BUILD/source"
-	mkdir -p "$tmp"
-	log "unpacking $src"
-	tar -xf "$src" -C "$tmp" --strip-components=1 ||
-		die "cannot unpack $src (FSTESTS_SRC: a tarball with one top directory, or a directory)"
-	check_tree "$tmp" "$src"
-	mv "$tmp" "$TREE_DIR"
-	source_id "$src" >"$FSTESTS_BUILD/source"
-}
-
-# copy DIR: the directory's files over the tree (times kept: make rebuilds
-# only what changed; a tree from a tarball is replaced).
-copy() {
-	local src=$1
-	check_tree "$src" "$src"
-	[ "$(cat "$FSTESTS_BUILD/source" 2>/dev/null)" = "dir $src" ] ||
-		rm -rf "$TREE_DIR" "$FSTESTS_BUILD/source"
-	log "copying $src"
-	mkdir -p "$TREE_DIR"
-	rsync -a --exclude=.git "$src/" "$TREE_DIR/"
-	echo "dir $src" >"$FSTESTS_BUILD/source"
-}
-
 # check_tree DIR SRC: fail unless DIR holds fstests.
 check_tree() {
 	if [ ! -f "$1/check" ] || [ ! -f "$1/ltp/fsx.c" ]; then
@@ -119,11 +87,7 @@ main() {
 	need_cmd make gcc tar rsync autoconf libtoolize
 	mkdir -p "$FSTESTS_BUILD"
 	src=$(source_path)
-	if [ -d "$src" ]; then
-		copy "$src"
-	elif [ ! -d "$TREE_DIR" ] || [ "$(cat "$FSTESTS_BUILD/source" 2>/dev/null)" != "$(source_id "$src")" ]; then
-		unpack "$src"
-	fi
+	source_tree "$src" "$FSTESTS_BUILD" FSTESTS_SRC check_tree
 	build
 	echo "$TREE_DIR"
 }

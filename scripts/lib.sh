@@ -40,6 +40,36 @@ need_cmd() {
 	done
 }
 
+# source_tree SRC DIR VAR CHECK - DIR/tree holds the third-party source SRC
+# (fio, fstests): a tarball with one top directory is unpacked afresh only
+# when SRC changed; a directory is copied over the tree (times kept, so make
+# rebuilds only what changed; a tree from elsewhere is replaced). DIR/source
+# names where the tree came from. "CHECK DIR SRC" fails unless DIR holds
+# the right source; VAR is the variable that names SRC, for the errors.
+source_tree() {
+	local src=$1 dir=$2 var=$3 check=$4 tree=$2/tree tmp=$2/tree.new id
+	if [ -d "$src" ]; then
+		"$check" "$src" "$src"
+		[ "$(cat "$dir/source" 2>/dev/null)" = "dir $src" ] ||
+			rm -rf "$tree" "$dir/source"
+		log "copying $src"
+		mkdir -p "$tree"
+		rsync -a --exclude=.git "$src/" "$tree/"
+		echo "dir $src" >"$dir/source"
+		return
+	fi
+	id=$(stat -c 'file %n %s %Y' "$src")
+	[ -d "$tree" ] && [ "$(cat "$dir/source" 2>/dev/null)" = "$id" ] && return 0
+	rm -rf "$tmp" "$tree" "$dir/source"
+	mkdir -p "$tmp"
+	log "unpacking $src"
+	tar -xf "$src" -C "$tmp" --strip-components=1 ||
+		die "cannot unpack $src ($var: a tarball with one top directory, or a directory)"
+	"$check" "$tmp" "$src"
+	mv "$tmp" "$tree"
+	echo "$id" >"$dir/source"
+}
+
 # need_file PATH HINT - fail unless PATH exists, saying how to make it.
 need_file() {
 	[ -e "$1" ] || die "$1 is missing; $2"
