@@ -36,8 +36,11 @@ main() {
 	ticker=$!
 	# shellcheck disable=SC2064 # $ticker is known now
 	trap "kill $ticker 2>/dev/null || true" EXIT
-	# Fixed build identity so ccache hits survive across runs.
-	KBUILD_BUILD_USER=uncached KBUILD_BUILD_HOST=qemu-test \
+	# Fixed build identity so ccache hits survive across runs, and paths
+	# relative to the checkout so they survive across clones (CI builds in
+	# a fresh clone elsewhere).
+	CCACHE_BASEDIR=${CCACHE_BASEDIR:-$TOP} \
+		KBUILD_BUILD_USER=uncached KBUILD_BUILD_HOST=qemu-test \
 		KBUILD_BUILD_TIMESTAMP='2024-12-03' \
 		make -s -C "$src" O="$out" ARCH=x86_64 CC="$cc" -j"$jobs" bzImage
 	kill "$ticker" 2>/dev/null || true
