@@ -124,7 +124,7 @@ demo: source initramfs
 	@scripts/build-kernel.sh patched perf
 	@scripts/demo.sh patched perf
 
-## bench: benchmark pristine vs patched perf kernels (25 min)
+## bench: benchmark pristine vs patched perf kernels (45 min)
 bench: source initramfs
 	@scripts/build-kernel.sh pristine perf
 	@scripts/build-kernel.sh patched perf
