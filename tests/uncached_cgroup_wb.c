@@ -495,7 +495,8 @@ int main(int argc, char **argv)
 		write_file(CGROOT "/cgroup.subtree_control", "+memory +io");
 	if (access(SWITCH_EVENT, W_OK) || access(INODE_WB_EVENT, W_OK) ||
 	    access(START_EVENT, W_OK) || access(WRITTEN_EVENT, W_OK))
-		tap_bail("%s: %s (tracefs not mounted?)", SWITCH_EVENT, strerror(errno));
+		tap_bail("%s/events/writeback: %s (tracefs not mounted?)",
+			 TRACING, strerror(errno));
 	adoption();
 	bystander();
 	wb_switch();
