@@ -47,7 +47,7 @@ KARGS := $(TREE) $(FLAVOR)
 CHECKPATCH := build/src/pristine/scripts/checkpatch.pl
 
 .PHONY: all deps source kernel initramfs qemu-test qemu-test-matrix boot \
-	harness-selftest check-series crash-test stress qemu-baseline demo bench \
+	harness-selftest check-series crash-test stress qemu-baseline demo bench profile \
 	clean distclean help lint soak fstests
 
 ## all: kernel and initramfs (the default)
@@ -130,6 +130,11 @@ bench: source initramfs
 	@scripts/build-kernel.sh patched perf
 	@scripts/bench.sh
 
+## profile: kernel CPU per GiB by function, buffered vs uncached (perf in the guest, 6 min)
+profile: source initramfs
+	@scripts/build-kernel.sh patched perf
+	@scripts/profile.sh patched perf
+
 ## check-series: apply, checkpatch and compile each patch in turn
 check-series: source
 	@scripts/check-series.sh
@@ -142,7 +147,7 @@ check-distro-config: source
 ## clean: remove results, initramfs, headers and scratch trees
 clean:
 	rm -rf build/results build/initramfs build/headers build/check \
-		build/bench build/demo build/distro
+		build/bench build/demo build/distro build/profile
 
 ## distclean: remove all of build/
 distclean:

@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""profile-report.py [--top N] [--kernel NAME] SHARE - the report of make profile.
+
+SHARE is what initramfs/profile-guest.sh wrote: profile.conf (freq=, cpus=,
+kernel=) and per run TARGET-OP-MODE.txt (perf report: samples per comm, dso
+and symbol, every CPU), TARGET-OP-MODE.json (uncached_bench's summary,
+whose "mb" is what the run moved) and TARGET-OP-MODE.vmstat-before/-after
+(/proc/vmstat around the run). Prints markdown on stdout: per target
+and op, the kernel CPU time per GiB moved of the top N kernel functions,
+buffered beside uncached, and the same per kind of task. A sample is
+1000/freq ms of one CPU; idle is the idle task's samples in the idle loop
+(its interrupts and softirqs count as kernel time).
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+IDLE_SYMS = re.compile(r'^(default_idle|default_idle_call|do_idle|arch_cpu_idle|'
+                       r'(pv_)?native_safe_halt|cpu_idle_poll|acpi_idle_\w+|'
+                       r'mwait_idle\w*|intel_idle\w*|poll_idle|cpuidle_enter\w*|'
+                       r'cpu_startup_entry|__cpuidle_text_start)$')
+# The drop of uncached folios (self time of these functions: the removal
+# from the page cache and the free, and the series' own functions) and the
+# copy between the page cache and the user's buffer (the same work in both
+# modes): the summary's columns.
+DROP_SYMS = re.compile(r'uncached|dropbehind|^(folio_unmap_invalidate|__folio_put)$')
+COPY_SYMS = re.compile(r'^(rep_movs_alternative|_copy_(to|from)_iter|copy_page_(to|from)_iter)$')
+MODES = ('buffered', 'uncached')
+OPS = ('read', 'write')
+LINE = re.compile(r'^\s*(\d+)\s+(\S.*?)\s+(\[[^\]]+\]|\S+)\s+\[([k.])\]\s+(.*?)\s*$')
+
+
+def die(msg):
+    sys.exit(f'profile-report.py: error: {msg}')
+
+
+def task_kind(comm):
+    """A task's kind: its comm without per-instance numbers."""
+    if comm.startswith('kworker'):
+        return 'kworker'
+    if comm.startswith('swapper'):
+        return 'interrupts (idle task)'
+    if comm.startswith('uncached_bench'):
+        return 'uncached_bench'
+    return re.sub(r'([/-]\d+|\d+)$', '', comm)
+
+
+def vmstat_delta(share, name):
+    """/proc/vmstat after the run minus before, by counter."""
+    snap = []
+    for when in ('before', 'after'):
+        with open(os.path.join(share, f'{name}.vmstat-{when}')) as f:
+            snap.append({k: int(v) for k, v in (line.split() for line in f)})
+    return {k: v - snap[0].get(k, 0) for k, v in snap[1].items()}
+
+
+def read_run(share, name):
+    """(samples, summary): samples is a list of (n, comm, kernel, sym);
+    the summary gets the run's vmstat deltas under 'vmstat'."""
+    samples = []
+    path = os.path.join(share, name + '.txt')
+    try:
+        with open(path) as f:
+            for line in f:
+                if not line.strip() or line.startswith('#'):
+                    continue
+                m = LINE.match(line)
+                if not m:
+                    die(f'{path}: cannot read the line {line.rstrip()!r}')
+                n, comm, _dso, level, sym = m.groups()
+                samples.append((int(n), comm, level == 'k', sym))
+        with open(os.path.join(share, name + '.json')) as f:
+            text = f.read().split(' ', 1)[1]
+        summary = json.loads(text)
+        summary['vmstat'] = vmstat_delta(share, name)
+    except (OSError, IndexError, ValueError) as e:
+        die(f'{name}: {e}')
+    if not samples:
+        die(f'{path}: no samples')
+    return samples, summary
+
+
+def per_gib(samples, summary, freq):
+    """Kernel ms per GiB by symbol and by task kind, plus the totals."""
+    gib = summary['mb'] / 1024
+    if gib <= 0:
+        die(f'{summary["label"]}: the run moved no data')
+    scale = 1000.0 / freq / gib
+    syms, tasks = {}, {}
+    total = {'kernel': 0.0, 'user': 0.0, 'idle': 0.0}
+    for n, comm, kernel, sym in samples:
+        ms = n * scale
+        if comm.startswith('swapper') and IDLE_SYMS.match(sym):
+            total['idle'] += ms
+        elif not kernel:
+            total['user'] += ms
+        else:
+            total['kernel'] += ms
+            syms[sym] = syms.get(sym, 0.0) + ms
+            kind = task_kind(comm)
+            tasks[kind] = tasks.get(kind, 0.0) + ms
+    return syms, tasks, total
+
+
+def ratio(a, b):
+    return f'{a / b:.2f}x' if b else '-'
+
+
+def requests(summary, op):
+    """The device requests per GiB moved, and their mean size."""
+    key = 'rd' if op == 'read' else 'wr'
+    ios, mb = summary[f'dev_{key}_ios'], summary[f'dev_{key}_mb']
+    if not ios:
+        return '0'
+    return f'{ios / (summary["mb"] / 1024):.0f} ({mb * 1024 / ios:.0f} KiB each)'
+
+
+def folios(summary, *counters):
+    """The sum of vmstat @counters per GiB moved; with the pages per
+    folio when it counts folios (the uncached drop counters)."""
+    n = sum(summary['vmstat'].get(c, 0) for c in counters)
+    gib = summary['mb'] / 1024
+    text = f'{n / gib:.0f}'
+    if n and counters[0].startswith('uncached_'):
+        text += f' ({gib * 262144 / n:.1f} pages moved per folio)'
+    return text
+
+
+def table(rows, data, top=None):
+    """Rows of 'name | buffered | uncached | difference', largest first;
+    names under 0.5 ms per GiB in both runs are left out."""
+    names = sorted(set().union(*(d.keys() for d in data)),
+                   key=lambda k: -max(d.get(k, 0.0) for d in data))
+    if top:
+        names = names[:top]
+    for k in names:
+        b, u = (round(d.get(k, 0.0)) for d in data)
+        if b or u:
+            rows.append(f'| `{k}` | {b} | {u} | {u - b:+d} |')
+
+
+def load(share, target, op, freq):
+    """Per mode: (summary, ms/GiB by symbol, by task, totals)."""
+    runs = {}
+    for mode in MODES:
+        samples, summary = read_run(share, f'{target}-{op}-{mode}')
+        runs[mode] = (summary,) + per_gib(samples, summary, freq)
+    return runs
+
+
+def sum_syms(syms, pattern):
+    return round(sum(ms for sym, ms in syms.items() if pattern.search(sym)))
+
+
+def summary_table(loaded):
+    """One row per target and op: the ratios, the copy, the drop beside
+    the reclaim it replaces."""
+    out = ['| target, op | MB/s uncached/buffered | kernel CPU per GiB uncached/buffered | '
+           'copy to/from user, buffered / uncached | drop path (uncached) | '
+           'kswapd (buffered) | pages moved per dropped folio |',
+           '| --- | ---: | ---: | ---: | ---: | ---: | ---: |']
+    for (target, op), runs in loaded:
+        (sb, symb, taskb, totb), (su, symu, _, totu) = runs['buffered'], runs['uncached']
+        dropped = su['vmstat'].get(f'uncached_{op}_drop', 0)
+        per_folio = f'{su["mb"] * 256 / dropped:.1f}' if dropped else '-'
+        out.append(f'| {target} {op} | {ratio(su["mbps_total"], sb["mbps_total"])} | '
+                   f'{ratio(totu["kernel"], totb["kernel"])} | '
+                   f'{sum_syms(symb, COPY_SYMS)} / {sum_syms(symu, COPY_SYMS)} | '
+                   f'{sum_syms(symu, DROP_SYMS)} | {round(taskb.get("kswapd", 0))} | '
+                   f'{per_folio} |')
+    return out + ['', 'Columns 4-6 in kernel ms per GiB moved. The drop path: self time of '
+                  '`folio_unmap_invalidate`, `__folio_put` and every function named '
+                  '`*uncached*` or `*dropbehind*`; kswapd: all its kernel time.', '']
+
+
+def section(target, op, runs, top):
+    (sb, symb, taskb, totb), (su, symu, tasku, totu) = runs['buffered'], runs['uncached']
+    out = [f'## {target} {op}', '',
+           f'uncached {su["mbps_total"]:.0f} MB/s, buffered {sb["mbps_total"]:.0f} MB/s '
+           f'({ratio(su["mbps_total"], sb["mbps_total"])}); '
+           f'kernel CPU per GiB uncached/buffered **{ratio(totu["kernel"], totb["kernel"])}** '
+           f'({totu["kernel"]:.0f} vs {totb["kernel"]:.0f} ms/GiB); '
+           f'page cache peak {su["cache_peak_mb"]:.0f} vs {sb["cache_peak_mb"]:.0f} MB; '
+           f'device {op} requests per GiB {requests(su, op)} vs {requests(sb, op)}; '
+           f'folios per GiB: uncached dropped {folios(su, f"uncached_{op}_drop")}, '
+           f'buffered reclaimed {folios(sb, "pgsteal_kswapd", "pgsteal_direct")} pages.', '',
+           '| kernel ms per GiB | buffered | uncached | uncached - buffered |',
+           '| --- | ---: | ---: | ---: |']
+    for what in ('kernel', 'user', 'idle'):
+        b, u = round(totb[what]), round(totu[what])
+        out.append(f'| **{what}** (all CPUs) | {b} | {u} | {u - b:+d} |')
+    out += ['', '| kernel ms per GiB, by task | buffered | uncached | uncached - buffered |',
+            '| --- | ---: | ---: | ---: |']
+    table(out, (taskb, tasku))
+    out += ['', f'| kernel ms per GiB, top {top} functions (self) | buffered | uncached | '
+            'uncached - buffered |', '| --- | ---: | ---: | ---: |']
+    table(out, (symb, symu), top)
+    return out + ['']
+
+
+def read_conf(share):
+    conf = {}
+    try:
+        with open(os.path.join(share, 'profile.conf')) as f:
+            for line in f:
+                k, _, v = line.strip().partition('=')
+                conf[k] = v
+        conf['freq'] = int(conf['freq'])
+    except (OSError, KeyError, ValueError) as e:
+        die(f'{share}/profile.conf: {e}')
+    return conf
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--top', type=int, default=12)
+    ap.add_argument('--kernel', default='patched-perf')
+    ap.add_argument('share')
+    args = ap.parse_args()
+    conf = read_conf(args.share)
+    targets = []
+    for name in sorted(os.listdir(args.share)):
+        m = re.match(r'^(.+)-read-buffered\.txt$', name)
+        if m:
+            targets.append(m.group(1))
+    if not targets:
+        die(f'{args.share}: no runs')
+    order = {'ext4': 0, 'xfs': 1, 'btrfs': 2, 'blockdev': 3}
+    targets.sort(key=lambda t: order.get(t, 9))
+    out = ['# make profile: kernel CPU per GiB, buffered and uncached', '',
+           f'Kernel {args.kernel} ({conf.get("kernel", "?")}), {conf.get("cpus", "?")} CPUs, '
+           f'perf record -a -e cpu-clock at {conf["freq"]} Hz per CPU, one run per row '
+           '(uncached_bench, 64 KiB calls, one file or disk region per CPU, caches '
+           'dropped before). Times are milliseconds of one CPU per GiB the run moved, '
+           'from one run each: ratios, not absolutes (the guest runs under TCG, '
+           'which makes some instructions far costlier than hardware does). '
+           '"Self" time: a function\'s own samples, not its callees\'.', '']
+    loaded = [((t, op), load(args.share, t, op, conf['freq'])) for t in targets for op in OPS]
+    out += summary_table(loaded)
+    for (target, op), runs in loaded:
+        out += section(target, op, runs, args.top)
+    print('\n'.join(out))
+
+
+if __name__ == '__main__':
+    main()

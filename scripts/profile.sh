@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# profile.sh [TREE FLAVOR] - make profile: where the kernel's CPU time goes
+# in buffered and uncached reads and writes, per function, on ext4, XFS and
+# the raw block device. Builds nothing; boots build/kernel/TREE-FLAVOR
+# (default: the patched perf kernel) once in the host-userland guest
+# (ROOTFS=host: the host's perf runs there) with the disks of make bench
+# (scripts/bench-disks.list), and runs initramfs/profile-guest.sh: per
+# target, op and mode an uncached_bench run of PROFILE_SECONDS under
+# `perf record -a -e cpu-clock` (sampling on a software clock: TCG has no
+# PMU), reported in the guest against its own kallsyms. Then
+# scripts/profile-report.py turns that into build/profile/profile.md:
+# per target and op, the kernel CPU milliseconds per GiB moved of the top
+# kernel functions, buffered beside uncached. No timing is judged: it fails
+# only when something could not run or the guest failed its checks (the
+# done signal, its CPUs and memory, no kernel splat).
+# Environment (defaults): PROFILE_SECONDS (20 per run), PROFILE_MEM (512M),
+# PROFILE_SMP (2), PROFILE_FILESIZE (1G per CPU: the data set is
+# PROFILE_SMP x PROFILE_FILESIZE, 4x the memory), PROFILE_FS
+# ("ext4 xfs blockdev"), PROFILE_TOP (12 functions per table).
+# Output: build/profile/ (profile.md, run/: console.log, share/ with each
+# run's perf report and uncached_bench summary).
+set -euo pipefail
+. "$(dirname "$0")/verdict.sh"
+
+PROFILE_SECONDS=${PROFILE_SECONDS:-20}
+PROFILE_MEM=${PROFILE_MEM:-512M}
+PROFILE_SMP=${PROFILE_SMP:-2}
+PROFILE_FILESIZE=${PROFILE_FILESIZE:-1G}
+PROFILE_FS=${PROFILE_FS:-ext4 xfs blockdev}
+PROFILE_TOP=${PROFILE_TOP:-12}
+OUT=$BUILD/profile
+BENCH_BIN=$BUILD/initramfs/tests/uncached_bench
+
+check_settings() {
+	local t
+	[[ $PROFILE_SECONDS =~ ^[1-9][0-9]*$ ]] || die "PROFILE_SECONDS takes a number, not '$PROFILE_SECONDS'"
+	[[ $PROFILE_MEM =~ ^[0-9]+[MG]$ ]] || die "PROFILE_MEM takes a size like 512M, not '$PROFILE_MEM'"
+	[[ $PROFILE_SMP =~ ^[1-9][0-9]*$ ]] || die "PROFILE_SMP takes a number of CPUs, not '$PROFILE_SMP'"
+	[[ $PROFILE_FILESIZE =~ ^[0-9]+[MG]$ ]] || die "PROFILE_FILESIZE takes a size like 1G, not '$PROFILE_FILESIZE'"
+	[[ $PROFILE_TOP =~ ^[1-9][0-9]*$ ]] || die "PROFILE_TOP takes a number, not '$PROFILE_TOP'"
+	for t in $PROFILE_FS; do
+		case $t in
+		ext4 | xfs | btrfs | blockdev) ;;
+		*) die "PROFILE_FS: unknown target '$t' (ext4, xfs, btrfs, blockdev)" ;;
+		esac
+	done
+	[ -n "$PROFILE_FS" ] || die "PROFILE_FS names no target"
+}
+
+# guest_disks: the disks of scripts/bench-disks.list the targets need.
+guest_disks() {
+	local t
+	for t in $PROFILE_FS; do
+		case $t in
+		blockdev) echo blockdev-data ;;
+		*) echo "$t" ;;
+		esac
+	done | paste -s -d ' '
+}
+
+main() {
+	help_if_asked "$@"
+	local dir=$OUT/run kernel
+	[ $# = 0 ] || [ $# = 2 ] || die "usage: profile.sh [TREE FLAVOR]"
+	[ $# = 2 ] || set -- patched perf
+	tree_flavor_args "profile.sh [TREE FLAVOR]" "$@"
+	check_settings
+	need_cmd qemu-system-x86_64 python3 perf mkfs.ext4 mkfs.xfs
+	kernel=$(built_kernel "$TREE" "$FLAVOR")
+	need_file "$BENCH_BIN" "run 'make initramfs' first"
+	"$TOP/scripts/build-host-initramfs.sh"
+	mkdir -p "$OUT"
+	rm -rf "$OUT/profile.md"
+	# measured: 30 s to boot, 20 s per data set, 6 s per run besides its own
+	log "booting $kernel ($PROFILE_MEM, $PROFILE_SMP CPUs; $PROFILE_FS: 4 runs of ${PROFILE_SECONDS}s each, about $((($(wc -w <<<"$PROFILE_FS") * (4 * (PROFILE_SECONDS + 6) + 20) + 30) / 60 + 1)) min)"
+	GUEST_ROOTFS=host DISKS_LIST=$TOP/scripts/bench-disks.list run_guest "$kernel" "$dir" \
+		--mode cmd --fs "$(guest_disks)" --mem "$PROFILE_MEM" --smp "$PROFILE_SMP" \
+		--timeout $(($(wc -w <<<"$PROFILE_FS") * (4 * PROFILE_SECONDS * 3 + 600))) \
+		--cmd "bash $TOP/initramfs/profile-guest.sh $dir/share $BENCH_BIN $PROFILE_SECONDS $PROFILE_FILESIZE $PROFILE_FS" \
+		</dev/null >"$OUT/qemu.out" 2>&1 || true
+	rm -rf "$dir/disks"
+	check_guest "$dir" uncached-done
+	[ "$(guest_cmd_exit "$dir")" = 0 ] ||
+		fail "profile-guest.sh failed: $(grep -m1 'profile-guest: error' "$dir/console.log" || echo 'see the console log')"
+	report_failures || die "the profile did not complete (see $dir/console.log)"
+	python3 "$TOP/scripts/profile-report.py" --top "$PROFILE_TOP" \
+		--kernel "$TREE-$FLAVOR" "$dir/share" >"$OUT/profile.md"
+	log "report: ${OUT#"$PWD"/}/profile.md"
+}
+
+main "$@"
