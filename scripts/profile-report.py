@@ -22,10 +22,12 @@ IDLE_SYMS = re.compile(r'^(default_idle|default_idle_call|do_idle|arch_cpu_idle|
                        r'mwait_idle\w*|intel_idle\w*|poll_idle|cpuidle_enter\w*|'
                        r'cpu_startup_entry|__cpuidle_text_start)$')
 # The drop of uncached folios (self time of these functions: the removal
-# from the page cache and the free, and the series' own functions) and the
+# from the page cache, the free of the folios an uncached read dropped,
+# which a buffered read enters for a few ms per GiB, and the series' own
+# functions) and the
 # copy between the page cache and the user's buffer (the same work in both
 # modes): the summary's columns.
-DROP_SYMS = re.compile(r'uncached|dropbehind|^(folio_unmap_invalidate|__folio_put)$')
+DROP_SYMS = re.compile(r'uncached|dropbehind|^(folio_unmap_invalidate|__folio_put|folios_put_refs)$')
 COPY_SYMS = re.compile(r'^(rep_movs_alternative|_copy_(to|from)_iter|copy_page_(to|from)_iter)$')
 MODES = ('buffered', 'uncached')
 OPS = ('read', 'write')
@@ -171,7 +173,7 @@ def summary_table(loaded):
                    f'{sum_syms(symu, DROP_SYMS)} | {round(taskb.get("kswapd", 0))} | '
                    f'{per_folio} |')
     return out + ['', 'Columns 4-6 in kernel ms per GiB moved. The drop path: self time of '
-                  '`folio_unmap_invalidate`, `__folio_put` and every function named '
+                  '`folio_unmap_invalidate`, `__folio_put`, `folios_put_refs` and every function named '
                   '`*uncached*` or `*dropbehind*`; kswapd: all its kernel time.', '']
 
 
