@@ -238,7 +238,11 @@ def main():
            'dropped before). Times are milliseconds of one CPU per GiB the run moved, '
            'from one run each: ratios, not absolutes (the guest runs under TCG, '
            'which makes some instructions far costlier than hardware does). '
-           '"Self" time: a function\'s own samples, not its callees\'.', '']
+           '"Self" time: a function\'s own samples, not its callees\'. A software '
+           'clock cannot interrupt code that runs with interrupts off: time spent '
+           'there (under the i_pages lock, say) is booked on the instruction that '
+           'turns them back on, in the function that does (`folio_unmap_invalidate`, '
+           '`__remove_mapping`), callees under the lock included.', '']
     loaded = [((t, op), load(args.share, t, op, conf['freq'])) for t in targets for op in OPS]
     out += summary_table(loaded)
     for (target, op), runs in loaded:
