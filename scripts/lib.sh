@@ -293,6 +293,24 @@ guest_rootfs() {
 	esac
 }
 
+# The host paths the host-userland guest covers with tmpfs
+# (initramfs/host-init): a checkout there is out of the guest's sight.
+GUEST_TMPFS_DIRS='/tmp /var/tmp /run /root /mnt /dev/shm'
+
+# outside_guest_tmpfs PATH...: die when a PATH lies in GUEST_TMPFS_DIRS
+# (ROOTFS=host guests see the host's files everywhere else).
+outside_guest_tmpfs() {
+	local p d
+	for p in "$@"; do
+		p=$(realpath -m "$p")
+		for d in $GUEST_TMPFS_DIRS; do
+			case $p/ in
+			"$d"/*) die "ROOTFS=host: $p lies under $d, which the guest covers with tmpfs (as it does $GUEST_TMPFS_DIRS); clone the repository elsewhere (e.g. under /work or /srv)" ;;
+			esac
+		done
+	done
+}
+
 # run_guest KERNEL DIR ARGS...: scripts/run-qemu.sh on KERNEL with the test
 # initramfs (GUEST_ROOTFS=host: the host-userland one), results in DIR, the
 # guest limits (GUEST_*, or QEMU_* from the environment) and then ARGS (a

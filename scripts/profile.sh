@@ -68,6 +68,7 @@ main() {
 	need_cmd qemu-system-x86_64 python3 perf mkfs.ext4 mkfs.xfs
 	kernel=$(built_kernel "$TREE" "$FLAVOR")
 	need_file "$BENCH_BIN" "run 'make initramfs' first"
+	outside_guest_tmpfs "$TOP" "$OUT"
 	"$TOP/scripts/build-host-initramfs.sh"
 	mkdir -p "$OUT"
 	rm -rf "$OUT/profile.md"

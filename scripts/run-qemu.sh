@@ -269,6 +269,7 @@ rootfs_args() {
 	[ "$ROOTFS" = host ] || return 0
 	share=$(realpath "$RESULTS_DIR/share")
 	[[ $share =~ ^[^,[:space:]]+$ ]] || die "the results directory $share must not hold commas or spaces (a QEMU -virtfs path)"
+	outside_guest_tmpfs "$TOP" "$share"
 	echo "-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	echo "-virtfs local,path=$share,mount_tag=results,security_model=none,multidevs=remap"
 }
