@@ -21,12 +21,11 @@ IDLE_SYMS = re.compile(r'^(default_idle|default_idle_call|do_idle|arch_cpu_idle|
                        r'(pv_)?native_safe_halt|cpu_idle_poll|acpi_idle_\w+|'
                        r'mwait_idle\w*|intel_idle\w*|poll_idle|cpuidle_enter\w*|'
                        r'cpu_startup_entry|__cpuidle_text_start)$')
-# The drop of uncached folios (self time of these functions: the removal
-# from the page cache, the free of the folios an uncached read dropped,
-# which a buffered read enters for a few ms per GiB, and the series' own
-# functions) and the
-# copy between the page cache and the user's buffer (the same work in both
-# modes): the summary's columns.
+# The summary's columns: the drop of uncached folios (self time of these
+# functions: the removal from the page cache, the free of the folios an
+# uncached read dropped, which a buffered read enters for a few ms per GiB,
+# and the series' own functions) and the copy between the page cache and
+# the user's buffer (the same work in both modes).
 DROP_SYMS = re.compile(r'uncached|dropbehind|^(folio_unmap_invalidate|__folio_put|folios_put_refs)$')
 COPY_SYMS = re.compile(r'^(rep_movs_alternative|_copy_(to|from)_iter|copy_page_(to|from)_iter)$')
 MODES = ('buffered', 'uncached')
@@ -119,22 +118,23 @@ def requests(summary, op):
     return f'{ios / (summary["mb"] / 1024):.0f} ({mb * 1024 / ios:.0f} KiB each)'
 
 
-def folios(summary, *counters):
-    """The sum of vmstat @counters per GiB moved; with the pages per
-    folio when it counts folios (the uncached drop counters)."""
+def per_gib_count(summary, *counters):
+    """The sum of vmstat @counters per GiB moved."""
     n = sum(summary['vmstat'].get(c, 0) for c in counters)
-    gib = summary['mb'] / 1024
-    text = f'{n / gib:.0f}'
-    if n and counters[0].startswith('uncached_'):
-        text += f' ({gib * 262144 / n:.1f} pages moved per folio)'
-    return text
+    return f'{n / (summary["mb"] / 1024):.0f}'
+
+
+def pages_per_dropped_folio(summary, op):
+    """The 4 KiB pages moved per folio the uncached run dropped."""
+    dropped = summary['vmstat'].get(f'uncached_{op}_drop', 0)
+    return f'{summary["mb"] * 256 / dropped:.1f}' if dropped else '-'
 
 
 def table(rows, data, top=None):
     """Rows of 'name | buffered | uncached | difference', largest first;
     names under 0.5 ms per GiB in both runs are left out."""
     names = sorted(set().union(*(d.keys() for d in data)),
-                   key=lambda k: -max(d.get(k, 0.0) for d in data))
+                   key=lambda k: (-max(d.get(k, 0.0) for d in data), k))
     if top:
         names = names[:top]
     for k in names:
@@ -165,13 +165,11 @@ def summary_table(loaded):
            '| --- | ---: | ---: | ---: | ---: | ---: | ---: |']
     for (target, op), runs in loaded:
         (sb, symb, taskb, totb), (su, symu, _, totu) = runs['buffered'], runs['uncached']
-        dropped = su['vmstat'].get(f'uncached_{op}_drop', 0)
-        per_folio = f'{su["mb"] * 256 / dropped:.1f}' if dropped else '-'
         out.append(f'| {target} {op} | {ratio(su["mbps_total"], sb["mbps_total"])} | '
                    f'{ratio(totu["kernel"], totb["kernel"])} | '
                    f'{sum_syms(symb, COPY_SYMS)} / {sum_syms(symu, COPY_SYMS)} | '
                    f'{sum_syms(symu, DROP_SYMS)} | {round(taskb.get("kswapd", 0))} | '
-                   f'{per_folio} |')
+                   f'{pages_per_dropped_folio(su, op)} |')
     return out + ['', 'Columns 4-6 in kernel ms per GiB moved. The drop path: self time of '
                   '`folio_unmap_invalidate`, `__folio_put`, `folios_put_refs` and every function named '
                   '`*uncached*` or `*dropbehind*`; kswapd: all its kernel time.', '']
@@ -186,8 +184,9 @@ def section(target, op, runs, top):
            f'({totu["kernel"]:.0f} vs {totb["kernel"]:.0f} ms/GiB); '
            f'page cache peak {su["cache_peak_mb"]:.0f} vs {sb["cache_peak_mb"]:.0f} MB; '
            f'device {op} requests per GiB {requests(su, op)} vs {requests(sb, op)}; '
-           f'folios per GiB: uncached dropped {folios(su, f"uncached_{op}_drop")}, '
-           f'buffered reclaimed {folios(sb, "pgsteal_kswapd", "pgsteal_direct")} pages.', '',
+           f'folios per GiB: uncached dropped {per_gib_count(su, f"uncached_{op}_drop")} '
+           f'({pages_per_dropped_folio(su, op)} pages moved per folio), buffered reclaimed '
+           f'{per_gib_count(sb, "pgsteal_kswapd", "pgsteal_direct")} pages.', '',
            '| kernel ms per GiB | buffered | uncached | uncached - buffered |',
            '| --- | ---: | ---: | ---: |']
     for what in ('kernel', 'user', 'idle'):
