@@ -5,9 +5,11 @@ SHARE is what initramfs/profile-guest.sh wrote: profile.conf (freq=, cpus=,
 kernel=) and per run TARGET-OP-MODE.txt (perf report: samples per comm, dso
 and symbol, every CPU), TARGET-OP-MODE.json (uncached_bench's summary,
 whose "mb" is what the run moved) and TARGET-OP-MODE.vmstat-before/-after
-(/proc/vmstat around the run). Prints markdown on stdout: per target
-and op, the kernel CPU time per GiB moved of the top N kernel functions,
-buffered beside uncached, and the same per kind of task. A sample is
+(/proc/vmstat around the run); fio's runs, TARGET-OP-MODE-fio, have
+fio's JSON output (.fio.json) in place of the summary. Prints markdown on
+stdout: per target and op, the kernel CPU time per GiB moved of the top N
+kernel functions, buffered beside uncached, and the same per kind of task;
+with fio's runs, the two tools side by side. A sample is
 1000/freq ms of one CPU; idle is the idle task's samples in the idle loop
 (its interrupts and softirqs count as kernel time).
 """
@@ -45,6 +47,8 @@ def task_kind(comm):
         return 'interrupts (idle task)'
     if comm.startswith('uncached_bench'):
         return 'uncached_bench'
+    if comm == 'fio':
+        return 'fio'
     return re.sub(r'([/-]\d+|\d+)$', '', comm)
 
 
@@ -55,6 +59,17 @@ def vmstat_delta(share, name):
         with open(os.path.join(share, f'{name}.vmstat-{when}')) as f:
             snap.append({k: int(v) for k, v in (line.split() for line in f)})
     return {k: v - snap[0].get(k, 0) for k, v in snap[1].items()}
+
+
+def fio_summary(path, name):
+    """The fields of an uncached_bench summary that fio's JSON output has:
+    MB moved (MiB) and MB/s over the whole run."""
+    with open(path) as f:
+        text = f.read()
+    job = json.loads(text[text.index('{'):])['jobs'][0]
+    op = 'read' if job['read']['io_bytes'] else 'write'
+    return {'label': name, 'mb': job[op]['io_bytes'] / 2**20,
+            'mbps_total': job[op]['bw_bytes'] / 2**20}
 
 
 def read_run(share, name):
@@ -72,11 +87,14 @@ def read_run(share, name):
                     die(f'{path}: cannot read the line {line.rstrip()!r}')
                 n, comm, _dso, level, sym = m.groups()
                 samples.append((int(n), comm, level == 'k', sym))
-        with open(os.path.join(share, name + '.json')) as f:
-            text = f.read().split(' ', 1)[1]
-        summary = json.loads(text)
+        if name.endswith('-fio'):
+            summary = fio_summary(os.path.join(share, name + '.fio.json'), name)
+        else:
+            with open(os.path.join(share, name + '.json')) as f:
+                text = f.read().split(' ', 1)[1]
+            summary = json.loads(text)
         summary['vmstat'] = vmstat_delta(share, name)
-    except (OSError, IndexError, ValueError) as e:
+    except (OSError, IndexError, KeyError, ValueError) as e:
         die(f'{name}: {e}')
     if not samples:
         die(f'{path}: no samples')
@@ -143,11 +161,11 @@ def table(rows, data, top=None):
             rows.append(f'| `{k}` | {b} | {u} | {u - b:+d} |')
 
 
-def load(share, target, op, freq):
+def load(share, target, op, freq, suffix=''):
     """Per mode: (summary, ms/GiB by symbol, by task, totals)."""
     runs = {}
     for mode in MODES:
-        samples, summary = read_run(share, f'{target}-{op}-{mode}')
+        samples, summary = read_run(share, f'{target}-{op}-{mode}{suffix}')
         runs[mode] = (summary,) + per_gib(samples, summary, freq)
     return runs
 
@@ -201,6 +219,59 @@ def section(target, op, runs, top):
     return out + ['']
 
 
+def tools_row(target, op, mode, bench, fio):
+    """One row of the tools table: fio's run beside uncached_bench's."""
+    (sb, symb, taskb, totb), (sf, symf, taskf, totf) = bench, fio
+    cells = [f'{target} {op} {mode}',
+             f'{sb["mbps_total"]:.0f} / {sf["mbps_total"]:.0f} '
+             f'({ratio(sf["mbps_total"], sb["mbps_total"])})',
+             f'{totb["kernel"]:.0f} / {totf["kernel"]:.0f}']
+    for pattern in (COPY_SYMS, DROP_SYMS):
+        cells.append(f'{sum_syms(symb, pattern)} / {sum_syms(symf, pattern)}')
+    cells.append(f'{round(taskb.get("kswapd", 0))} / {round(taskf.get("kswapd", 0))}')
+    rest_b = totb['kernel'] - sum_syms(symb, COPY_SYMS) - sum_syms(symb, DROP_SYMS) - \
+        taskb.get('kswapd', 0)
+    rest_f = totf['kernel'] - sum_syms(symf, COPY_SYMS) - sum_syms(symf, DROP_SYMS) - \
+        taskf.get('kswapd', 0)
+    cells.append(f'{rest_b:.0f} / {rest_f:.0f}')
+    for what in ('user', 'idle'):
+        cells.append(f'{totb[what]:.0f} / {totf[what]:.0f}')
+    return '| ' + ' | '.join(cells) + ' |'
+
+
+def tools_section(pairs, top):
+    """fio beside uncached_bench: per target, op and mode the MB/s and the
+    kernel ms per GiB split as the summary splits it, then per uncached
+    run the functions whose time differs most between the two tools."""
+    out = ['## fio beside uncached_bench', '',
+           'The same runs by fio (as make bench runs it: 64 KiB pvsync2 calls, '
+           'a thread per file, `--fadvise_hint=0` for reads, `--end_fsync=1` '
+           'for writes, on uncached_bench\'s files), profiled the same way. '
+           'Each cell: uncached_bench / fio. MB/s over the whole run (MiB; in '
+           'brackets fio\'s over uncached_bench\'s); then ms of CPU per GiB moved: '
+           'the kernel\'s, split into the copy to/from user, the drop path, '
+           'kswapd and the rest, then user time (the tool\'s own code) and idle '
+           'time, all CPUs.', '',
+           '| target, op, mode | MB/s | kernel | copy | drop path | kswapd | rest | '
+           'user | idle |',
+           '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |']
+    for (target, op), bench, fio in pairs:
+        for mode in MODES:
+            out.append(tools_row(target, op, mode, bench[mode], fio[mode]))
+    for (target, op), bench, fio in pairs:
+        symb, symf = bench['uncached'][1], fio['uncached'][1]
+        diff = {k: symf.get(k, 0.0) - symb.get(k, 0.0) for k in set(symb) | set(symf)}
+        names = sorted(diff, key=lambda k: (-abs(diff[k]), k))[:top]
+        out += ['', f'{target} {op} uncached: the {top} kernel functions whose self time '
+                'differs most between the tools (ms per GiB)', '',
+                '| function | uncached_bench | fio | fio - uncached_bench |',
+                '| --- | ---: | ---: | ---: |']
+        for k in names:
+            b, f = round(symb.get(k, 0.0)), round(symf.get(k, 0.0))
+            out.append(f'| `{k}` | {b} | {f} | {f - b:+d} |')
+    return out + ['']
+
+
 def read_conf(share):
     conf = {}
     try:
@@ -246,6 +317,11 @@ def main():
     out += summary_table(loaded)
     for (target, op), runs in loaded:
         out += section(target, op, runs, args.top)
+    pairs = [((t, op), runs, load(args.share, t, op, conf['freq'], '-fio'))
+             for (t, op), runs in loaded
+             if os.path.exists(os.path.join(args.share, f'{t}-{op}-buffered-fio.txt'))]
+    if pairs:
+        out += tools_section(pairs, args.top)
     print('\n'.join(out))
 
 
