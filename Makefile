@@ -130,7 +130,7 @@ bench: source initramfs
 	@scripts/build-kernel.sh patched perf
 	@scripts/bench.sh
 
-## profile: kernel CPU per GiB by function, buffered vs uncached (perf in the guest, 6 min)
+## profile: kernel CPU per GiB by function, buffered vs uncached, fio beside uncached_bench (perf in the guest, 9 min)
 profile: source initramfs
 	@scripts/build-kernel.sh patched perf
 	@scripts/profile.sh patched perf
