@@ -219,6 +219,12 @@ def section(target, op, runs, top):
     return out + ['']
 
 
+def rest_of(syms, tasks, total):
+    """Kernel ms per GiB outside the copy, the drop path and kswapd."""
+    return (total['kernel'] - sum_syms(syms, COPY_SYMS) - sum_syms(syms, DROP_SYMS) -
+            tasks.get('kswapd', 0))
+
+
 def tools_row(target, op, mode, bench, fio):
     """One row of the tools table: fio's run beside uncached_bench's."""
     (sb, symb, taskb, totb), (sf, symf, taskf, totf) = bench, fio
@@ -229,11 +235,7 @@ def tools_row(target, op, mode, bench, fio):
     for pattern in (COPY_SYMS, DROP_SYMS):
         cells.append(f'{sum_syms(symb, pattern)} / {sum_syms(symf, pattern)}')
     cells.append(f'{round(taskb.get("kswapd", 0))} / {round(taskf.get("kswapd", 0))}')
-    rest_b = totb['kernel'] - sum_syms(symb, COPY_SYMS) - sum_syms(symb, DROP_SYMS) - \
-        taskb.get('kswapd', 0)
-    rest_f = totf['kernel'] - sum_syms(symf, COPY_SYMS) - sum_syms(symf, DROP_SYMS) - \
-        taskf.get('kswapd', 0)
-    cells.append(f'{rest_b:.0f} / {rest_f:.0f}')
+    cells.append(f'{rest_of(symb, taskb, totb):.0f} / {rest_of(symf, taskf, totf):.0f}')
     for what in ('user', 'idle'):
         cells.append(f'{totb[what]:.0f} / {totf[what]:.0f}')
     return '| ' + ' | '.join(cells) + ' |'
