@@ -73,7 +73,7 @@ kernel: source
 initramfs: source
 	@scripts/build-initramfs.sh
 
-## lint: shellcheck the scripts, checkpatch the guest tests
+## lint: shellcheck the scripts, checkpatch the guest tests, run the host-side tests
 lint: $(CHECKPATCH)
 	@scripts/lint.sh
 

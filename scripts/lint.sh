@@ -8,7 +8,9 @@
 #   - the kernel's checkpatch.pl (build/src/pristine/scripts/checkpatch.pl
 #     --no-tree -f, from 'make source') on the guest C files (tests/*.c,
 #     tests/*.h, tests/tools/*.c, tests/selftest/*.c) and the modules of
-#     scripts/distro-abi/: no error (-v lists the warnings).
+#     scripts/distro-abi/: no error (-v lists the warnings);
+#   - the host-side tests, scripts/host-tests.sh (bench-report.py,
+#     verdict.sh and make-help.awk on fixtures): all pass (-v lists them).
 # Exits non-zero on any finding, listing them.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -60,6 +62,11 @@ run_checkpatch() {
 		"($warnings warning(s)${VERBOSE:-; lint.sh -v lists them})"
 }
 
+# run_host_tests: 0 when every host-side test passes.
+run_host_tests() {
+	"$TOP/scripts/host-tests.sh" ${VERBOSE:+-v}
+}
+
 main() {
 	help_if_asked "$@"
 	VERBOSE=
@@ -68,10 +75,11 @@ main() {
 	1) [[ $1 =~ ^(-v|--verbose)$ ]] || die "usage: lint.sh [-v]"; VERBOSE=1 ;;
 	*) die "usage: lint.sh [-v]" ;;
 	esac
-	need_cmd shellcheck perl
+	need_cmd shellcheck perl python3
 	local rc=0
 	run_shellcheck || rc=1
 	run_checkpatch || rc=1
+	run_host_tests || rc=1
 	[ $rc = 0 ] || die "lint failed"
 }
 
