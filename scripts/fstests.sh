@@ -121,7 +121,7 @@ test_result() {
 # numbered from DONE + 1 of TOTAL, with its time (check's, else since the
 # previous line); "TEST RESULT SECONDS" to OUT/FS.progress.
 fstests_progress() {
-	local fs=$1 total=$2 n=$3 line test rest result secs last=$SECONDS
+	local fs=$1 total=$2 n=$3 line test rest result status secs last=$SECONDS
 	local tests=$4/$1.tests progress=$4/$1.progress
 	while IFS= read -r line; do
 		line=${line%$'\r'}
@@ -137,7 +137,8 @@ fstests_progress() {
 		[[ ! $result = ok || ! $rest =~ ([0-9]+)s$ ]] || secs=${BASH_REMATCH[1]}
 		n=$((n + 1))
 		step_line "$n" "$total" "$fs $test" "$result" "$secs"
-		printf '%s %s %s\n' "$test" "${result%%:*}" "$secs" >>"$progress"
+		status=${result%%:*}
+		printf '%s %s %s\n' "$test" "${status// /}" "$secs" >>"$progress"
 		last=$SECONDS
 	done
 }
