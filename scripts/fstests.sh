@@ -21,7 +21,8 @@
 # every failure counts). TREE=pristine: the same run, which records the
 # baseline; its failures are listed, not fatal.
 # Environment: FSTESTS_SRC (build-fstests.sh), QEMU_TIMEOUT (per
-# filesystem, default 7200 s), QEMU_MEM (1G), QEMU_SMP (2).
+# filesystem; default: three times its estimate and half an hour),
+# QEMU_MEM (1G), QEMU_SMP (2).
 set -euo pipefail
 . "$(dirname "$0")/verdict.sh"
 
@@ -30,7 +31,6 @@ FSTESTS_LIST=$TOP/tests/fstests.list
 FSTESTS_EXCLUDE=$TOP/tests/fstests-exclude.list
 GUEST_ROOTFS=host
 GUEST_MEM=1G
-GUEST_TIMEOUT=7200	# per filesystem: a hang guard, not a test budget
 DISKS_LIST=$FSTESTS_DISKS	# the disks run-qemu.sh makes (lib.sh's disk_lists)
 export DISKS_LIST
 BOOT_GUESS=120	# seconds from QEMU's start to the first test, never timed
@@ -77,17 +77,32 @@ guess() {
 	list_entries "$FSTESTS_LIST" | awk -v t="$1" '$1 == t {print $2}'
 }
 
+# fs_steps FS: the steps of FS's guest for estimate_secs, "FS/STEP:GUESS".
+fs_steps() {
+	local test
+	echo "$1/boot:$BOOT_GUESS"
+	for test in $(fs_tests "$1"); do
+		echo "$1/$test:$(guess "$test")"
+	done
+}
+
 # estimate: estimate_text for the whole run, from earlier runs' times.
 estimate() {
-	local fs test steps=() secs guessed
+	local fs steps=() secs guessed
 	for fs in $(chosen_fs); do
-		steps+=("$fs/boot:$BOOT_GUESS")
-		for test in $(fs_tests "$fs"); do
-			steps+=("$fs/$test:$(guess "$test")")
-		done
+		mapfile -t -O "${#steps[@]}" steps < <(fs_steps "$fs")
 	done
 	read -r secs guessed < <(estimate_secs fstests "${steps[@]}")
 	estimate_text "$secs" "$guessed" "${#steps[@]}"
+}
+
+# fs_timeout FS: the time limit of FS's guest, a hang guard, not a test
+# budget: three times its estimate and half an hour.
+fs_timeout() {
+	local secs steps
+	mapfile -t steps < <(fs_steps "$1")
+	read -r secs _ < <(estimate_secs fstests "${steps[@]}")
+	echo $((3 * secs + 1800))
 }
 
 # write_inputs FS OUT: the guest's CONF, test list and -E file for FS.
@@ -148,6 +163,7 @@ run_fs() {
 	local kernel=$1 fs=$2 out=$3 dir=$3/$2 guest rc=0
 	# run-qemu.sh empties it too, but tail must not see the last run's log
 	rm -rf "$dir" "$out/$fs.progress" "$out/$fs.status"
+	GUEST_TIMEOUT=$(fs_timeout "$fs")
 	run_guest "$kernel" "$dir" --mode test --fs "$fs-test $fs-scratch" \
 		--cmd "bash $TOP/scripts/fstests-guest.sh $out/$fs.conf" \
 		</dev/null >"$out/$fs.qemu.log" 2>&1 &
