@@ -302,7 +302,7 @@ report() {
 	echo
 	for fs in $(chosen_fs); do
 		diff=$(compare "$fs" "$out" "$base" | awk '{print $1 ": " $2 ", " $3}' | paste -s -d ';')
-		echo "- $fs: ${diff:-none}${diff:+ }$([ -f "$base/$fs.status" ] || echo '(not run there)')"
+		echo "- $fs: ${diff:-none}$([ -f "$base/$fs.status" ] || echo ' (not run there)')"
 	done
 }
 
