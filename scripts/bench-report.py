@@ -25,16 +25,6 @@ from benchreport import compute, load, plot, render  # noqa: E402
 from benchreport.demo import side_by_side  # noqa: E402
 
 
-def wants_json():
-    """Is --from-json given? The kernels are optional then."""
-    pre = argparse.ArgumentParser(add_help=False, exit_on_error=False)
-    pre.add_argument("--from-json")
-    try:
-        return pre.parse_known_args()[0].from_json is not None
-    except argparse.ArgumentError:
-        return True  # given without a value: parse_args says so
-
-
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
@@ -51,8 +41,11 @@ def parse_args():
                     help="write OUT/report.md from FILE, a results.json "
                     "(its guest settings replace --mem, --smp, "
                     "--online-cpus, --data and --raw)")
-    ap.add_argument("kernels", nargs="*" if wants_json() else "+")
-    return ap.parse_args()
+    ap.add_argument("kernels", nargs="*")
+    args = ap.parse_args()
+    if not args.kernels and not args.from_json:
+        ap.error("the following arguments are required: kernels")
+    return args
 
 
 def run_bench(args):
