@@ -9,7 +9,7 @@ FLAVOR ?= test
 CMD ?=
 
 ## TESTS='NAME...': make qemu-test: only these tests (tests/tests.list)
-## FS='FS...': make qemu-test: only these targets (scripts/*disks.list, blockdev)
+## FS='FS...': make qemu-test: only these targets (scripts/data/*disks.list, blockdev)
 ## TREE=pristine: the pristine 6.12 kernel instead of the patched one
 ## FLAVOR=perf: the performance kernel (no KASAN, lockdep)
 ## CMD='...': make boot runs this shell command in the guest
@@ -55,27 +55,27 @@ all: kernel initramfs
 
 ## help: this list
 help:
-	@awk -f scripts/make-help.awk $(firstword $(MAKEFILE_LIST))
+	@awk -f scripts/lib/make-help.awk $(firstword $(MAKEFILE_LIST))
 
 ## deps: install missing host packages and linux-source-6.12
 deps:
-	@scripts/deps.sh
+	@scripts/host/deps.sh
 
 ## source: unpack 6.12 and apply the series (build/src/)
 source: deps
-	@scripts/prepare-source.sh
+	@scripts/host/prepare-source.sh
 
 ## kernel: build the kernel (build/kernel/TREE-FLAVOR/)
 kernel: source
-	@scripts/build-kernel.sh $(KARGS)
+	@scripts/host/build-kernel.sh $(KARGS)
 
 ## initramfs: build the guest initramfs with the tests
 initramfs: source
-	@scripts/build-initramfs.sh
+	@scripts/host/build-initramfs.sh
 
 ## lint: shellcheck the scripts, checkpatch the guest tests, run the host-side tests
 lint: $(CHECKPATCH)
-	@scripts/lint.sh
+	@scripts/checks/lint.sh
 
 # lint needs the kernel's checkpatch.pl: 'make source' only when it is missing.
 $(CHECKPATCH):
@@ -83,66 +83,66 @@ $(CHECKPATCH):
 
 ## qemu-test: lint, boot the debug kernel, run and judge the guest tests
 qemu-test: lint kernel initramfs
-	@scripts/qemu-test.sh --tests '$(TESTS)' --fs '$(FS)' $(KARGS)
+	@scripts/runs/qemu-test.sh --tests '$(TESTS)' --fs '$(FS)' $(KARGS)
 
 ## qemu-test-matrix: qemu-test plus every mount/mkfs configuration (31 min)
 qemu-test-matrix: lint kernel initramfs
-	@scripts/qemu-test.sh --matrix --tests '$(TESTS)' --fs '$(FS)' $(KARGS)
+	@scripts/runs/qemu-test.sh --matrix --tests '$(TESTS)' --fs '$(FS)' $(KARGS)
 
 ## boot: a shell in the guest, or with CMD='...' one command
 boot: kernel initramfs
-	@scripts/boot.sh $(KARGS) '$(subst ','\'',$(CMD))'
+	@scripts/host/boot.sh $(KARGS) '$(subst ','\'',$(CMD))'
 
 ## fstests: upstream fstests on ext4, XFS, btrfs (tests/fstests.list; FS=, TESTS=)
 fstests: kernel initramfs
-	@scripts/fstests.sh --fs '$(FS)' --tests '$(TESTS)' $(KARGS)
+	@scripts/runs/fstests.sh --fs '$(FS)' --tests '$(TESTS)' $(KARGS)
 
 ## harness-selftest: inject faults and check that the verdict fails
 harness-selftest: kernel initramfs
-	@scripts/harness-selftest.sh $(KARGS)
+	@scripts/runs/harness-selftest.sh $(KARGS)
 
 ## crash-test: power cut during uncached writes, verify after reboot
 crash-test: kernel initramfs
-	@scripts/crash-test.sh $(KARGS)
+	@scripts/runs/crash-test.sh $(KARGS)
 
 ## stress: long randomized checker run + crash-test (about 20 min)
 stress: kernel initramfs
-	@scripts/stress.sh $(KARGS)
+	@scripts/runs/stress.sh $(KARGS)
 
 ## soak: the checkers at length, a boot per target, resumable (hours)
 soak: kernel initramfs
-	@scripts/soak.sh $(KARGS)
+	@scripts/runs/soak.sh $(KARGS)
 
 ## qemu-baseline: the tests on pristine 6.12: feature tests must fail
 qemu-baseline: initramfs
 	@$(MAKE) --no-print-directory kernel TREE=pristine
-	@scripts/qemu-baseline.sh pristine $(FLAVOR)
+	@scripts/runs/qemu-baseline.sh pristine $(FLAVOR)
 
 # The performance kernels (FLAVOR=perf: no lockdep, KASAN or DEBUG_VM).
 ## demo: buffered and uncached reads side by side (3 min)
 demo: source initramfs
-	@scripts/build-kernel.sh patched perf
-	@scripts/demo.sh patched perf
+	@scripts/host/build-kernel.sh patched perf
+	@scripts/bench/demo.sh patched perf
 
 ## bench: benchmark pristine vs patched perf kernels (45 min)
 bench: source initramfs
-	@scripts/build-kernel.sh pristine perf
-	@scripts/build-kernel.sh patched perf
-	@scripts/bench.sh
+	@scripts/host/build-kernel.sh pristine perf
+	@scripts/host/build-kernel.sh patched perf
+	@scripts/bench/bench.sh
 
 ## profile: kernel CPU per GiB by function, buffered vs uncached, fio beside uncached_bench (perf in the guest, 9 min)
 profile: source initramfs
-	@scripts/build-kernel.sh patched perf
-	@scripts/profile.sh patched perf
+	@scripts/host/build-kernel.sh patched perf
+	@scripts/bench/profile.sh patched perf
 
 ## check-series: apply, checkpatch and compile each patch in turn
 check-series: source
-	@scripts/check-series.sh
+	@scripts/checks/check-series.sh
 
 ## check-distro-config: build with Debian's own config, link its modules, check the module ABI (about an hour)
 check-distro-config: source
-	@scripts/deps.sh --linux-config
-	@scripts/check-distro-config.sh
+	@scripts/host/deps.sh --linux-config
+	@scripts/checks/check-distro-config.sh
 
 ## clean: remove results, initramfs, headers and scratch trees
 clean:

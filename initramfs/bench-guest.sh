@@ -77,7 +77,7 @@ bench_prepare() {
 		-s "$BENCH_FILESIZE" --prepare
 }
 
-# The static fio of the tools disk (serial "tools"; scripts/build-fio.sh).
+# The static fio of the tools disk (serial "tools"; scripts/host/build-fio.sh).
 mount_tools() {
 	local dev
 	[ -x "$TOOLS/bin/fio" ] && return 0
@@ -88,7 +88,7 @@ mount_tools() {
 	return 1
 }
 
-# fio_mode MODE: fio's option for a mode of scripts/bench.list.
+# fio_mode MODE: fio's option for a mode of scripts/data/bench.list.
 fio_mode() {
 	case $1 in
 	buffered) ;;

@@ -9,7 +9,7 @@
 # uncached) drops the caches and runs uncached_bench for SECONDS under
 # `perf record -a -e cpu-clock` (a software clock: TCG has no PMU); with
 # --fio, on a filesystem, then fio (a static build) the same way on the
-# same files: as make bench runs it (scripts/bench.list: 64 KiB pvsync2
+# same files: as make bench runs it (scripts/data/bench.list: 64 KiB pvsync2
 # calls, a thread per file, --fadvise_hint=0 for reads, --end_fsync=1 for
 # writes). It writes to SHARE, per run TARGET-OP-MODE (fio's:
 # TARGET-OP-MODE-fio):

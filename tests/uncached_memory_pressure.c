@@ -3,7 +3,7 @@
  * Memory pressure: a sequential RWF_UNCACHED read of a file 2.5 times the
  * size of RAM keeps the page cache (meminfo Cached) flat, while the same
  * read without the flag fills it (the control that shows the check can
- * fail). Meant for a guest with little RAM (scripts/qemu-test.sh); the
+ * fail). Meant for a guest with little RAM (scripts/runs/qemu-test.sh); the
  * file is sized from MemTotal. Skips only when the filesystem has no room
  * for the file. A behavioural check: no timing.
  */

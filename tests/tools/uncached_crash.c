@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * uncached_crash - crash consistency of RWF_UNCACHED writes (a guest tool of
- * tests/tools/tools.list, driven by scripts/crash-test.sh):
+ * tests/tools/tools.list, driven by scripts/runs/crash-test.sh):
  *
  *   uncached_crash write DIR SEED [--no-crash]
  *   uncached_crash verify DIR SEED

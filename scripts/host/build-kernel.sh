@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# build-kernel.sh TREE FLAVOR - configure and build bzImage for
+#   TREE   patched (build/src/patched, the series applied) or pristine
+#   FLAVOR a line of scripts/data/kconfig/flavors (test, perf)
+# out of tree in build/kernel/TREE-FLAVOR, with ccache when installed.
+# Every 30 s it prints the time so far and the objects built so far (a
+# build from clean takes 10-15 minutes).
+set -euo pipefail
+. "$(dirname "$0")/../lib/lib.sh"
+
+# build_status OUT STAMP START: one progress line: the time since START
+# ($SECONDS), the objects built since STAMP, of the total a complete tree
+# had last time (OUT/.objects-total).
+build_status() {
+	local out=$1 stamp=$2 start=$3 n total
+	n=$(find "$out" -name '*.o' -newer "$stamp" 2>/dev/null | wc -l)
+	total=$(cat "$out/.objects-total" 2>/dev/null || true)
+	log "$(duration $((SECONDS - start))): $n objects built${total:+ (a complete tree has $total)}"
+}
+
+main() {
+	help_if_asked "$@"
+	tree_flavor_args "build-kernel.sh patched|pristine FLAVOR" "$@"
+	local tree=$TREE flavor=$FLAVOR src=$SRC_DIR/$TREE out cc=gcc jobs start ticker
+	need_cmd make gcc bison flex bc
+	need_file "$src/Makefile" "run 'make source' first"
+	out=$(kernel_dir "$tree" "$flavor")
+	mkdir -p "$out"
+	"$HOST_DIR/kernel-config.sh" "$src" "$out" "$flavor"
+	command -v ccache >/dev/null && cc="ccache gcc"
+	jobs=$(($(nproc) + 1))
+	log "building $tree-$flavor bzImage (-j$jobs, CC=$cc)"
+	touch "$out/.build-start"
+	start=$SECONDS
+	every 30 build_status "$out" "$out/.build-start" "$start" &
+	ticker=$!
+	# shellcheck disable=SC2064 # $ticker is known now
+	trap "kill $ticker 2>/dev/null || true" EXIT
+	# Fixed build identity so ccache hits survive across runs, and paths
+	# relative to the checkout so they survive across clones (CI builds in
+	# a fresh clone elsewhere).
+	CCACHE_BASEDIR=${CCACHE_BASEDIR:-$TOP} \
+		KBUILD_BUILD_USER=uncached KBUILD_BUILD_HOST=qemu-test \
+		KBUILD_BUILD_TIMESTAMP='2024-12-03' \
+		make -s -C "$src" O="$out" ARCH=x86_64 CC="$cc" -j"$jobs" bzImage
+	kill "$ticker" 2>/dev/null || true
+	find "$out" -name '*.o' | wc -l >"$out/.objects-total"
+	log "kernel: $(kernel_image "$tree" "$flavor") ($(duration $((SECONDS - start))), $(cat "$out/.objects-total") objects)"
+}
+
+main "$@"
