@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # lib.sh - common helpers for the harness scripts. Source it; do not run it
 # (run, it prints this). Every script calls help_if_asked "$@" first, so
-# 'scripts/NAME --help' (or -h) prints the script's header comment.
+# 'scripts/GROUP/NAME --help' (or -h) prints the script's header comment.
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-$TOP/build}
