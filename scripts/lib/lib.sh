@@ -138,6 +138,17 @@ first_words() {
 	list_entries "$1" | awk '{print $1}'
 }
 
+# check_names WHAT VALID NAME...: fail unless every NAME is one of the
+# words VALID (one per line), naming the valid ones.
+check_names() {
+	local what=$1 valid=$2 name
+	shift 2
+	for name in "$@"; do
+		grep -qxF -- "$name" <<<"$valid" ||
+			die "unknown $what '$name'; valid: $(paste -s -d ' ' <<<"$valid")"
+	done
+}
+
 # Paths and defaults shared by the scripts (the only place they are spelled).
 SRC_DIR=$BUILD/src
 # shellcheck disable=SC2034 # used by the scripts that source this file

@@ -47,14 +47,12 @@ all_tests() {
 # pick CHOSEN KIND: the words of CHOSEN (all of stdin when empty) that
 # stdin lists; dies naming an unknown one.
 pick() {
-	local valid word
+	local valid words
 	valid=$(cat)
 	[ -n "$1" ] || { echo "$valid"; return; }
-	for word in $1; do
-		grep -qxF -- "$word" <<<"$valid" ||
-			die "unknown $2 '$word' (valid: $(paste -s -d ' ' <<<"$valid"))"
-		echo "$word"
-	done
+	read -ra words <<<"$1"
+	check_names "$2" "$valid" "${words[@]}"
+	printf '%s\n' "${words[@]}"
 }
 
 chosen_fs() { all_fs | pick "$OPT_FS" filesystem; }

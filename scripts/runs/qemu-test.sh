@@ -29,17 +29,6 @@ SUITE_TESTS=	# the tests chosen (--tests); empty: all of both lists
 SUITE_FS=	# the targets chosen (--fs); empty: all filesystems and blockdev
 SUITE_MATRIX=0	# --matrix: all filesystems means those of matrix-disks.list too
 
-# check_names WHAT VALID NAME...: fail unless every NAME is one of the
-# words VALID (one per line), naming the valid ones.
-check_names() {
-	local what=$1 valid=$2 name
-	shift 2
-	for name in "$@"; do
-		grep -qxF -- "$name" <<<"$valid" ||
-			die "unknown $what '$name'; valid: $(paste -s -d ' ' <<<"$valid")"
-	done
-}
-
 # chosen LIST WORDS: the lines of the list file LIST whose first word is one
 # of WORDS (all lines when WORDS is empty), in the list's order.
 chosen() {
