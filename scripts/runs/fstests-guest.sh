@@ -52,6 +52,8 @@ main() {
 	. "$1"
 	write_config
 	mapfile -t tests <"$TESTS_FILE"
+	# ./check without a test name runs the whole suite
+	[ ${#tests[@]} -gt 0 ] || die "$TESTS_FILE names no test"
 	say "$FSTYP: ${#tests[@]} tests; $(paste -s -d ' ' "$OUT_DIR/local.config" | sed 's/export //g')"
 	vmstat_uncached "$OUT_DIR/vmstat.before"
 	cd "$FSTESTS_DIR"

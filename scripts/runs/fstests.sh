@@ -69,6 +69,24 @@ fs_tests() {
 	chosen_tests | grep -vxF -f <(excluded "$1" | awk '{print $1}'; echo /) || true
 }
 
+# fs_to_run: the chosen filesystems where at least one chosen test runs.
+fs_to_run() {
+	local fs
+	for fs in $(chosen_fs); do
+		[ -z "$(fs_tests "$fs")" ] || echo "$fs"
+	done
+}
+
+# check_fs_to_run: say which chosen filesystems run no test; fail if none does.
+check_fs_to_run() {
+	local fs
+	for fs in $(chosen_fs); do
+		[ -n "$(fs_tests "$fs")" ] ||
+			log "$fs: no guest: tests/fstests-exclude.list leaves out every test chosen there"
+	done
+	[ -n "$(fs_to_run)" ] || die "no test chosen runs on the filesystems chosen"
+}
+
 # guess TEST: its guess column (seconds).
 guess() {
 	list_entries "$FSTESTS_LIST" | awk -v t="$1" '$1 == t {print $2}'
@@ -86,7 +104,7 @@ fs_steps() {
 # estimate: estimate_text for the whole run, from earlier runs' times.
 estimate() {
 	local fs steps=() secs guessed
-	for fs in $(chosen_fs); do
+	for fs in $(fs_to_run); do
 		mapfile -t -O "${#steps[@]}" steps < <(fs_steps "$fs")
 	done
 	read -r secs guessed < <(estimate_secs fstests "${steps[@]}")
@@ -257,7 +275,7 @@ report() {
 	echo
 	echo "| filesystem | passed | failed | not run | excluded | missing | guest time | uncached_read_drop | uncached_write_drop |"
 	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-	for fs in $(chosen_fs); do
+	for fs in $(fs_to_run); do
 		line="| $fs"
 		for test in passed failed notrun excluded missing; do
 			line+=" | $(count_status "$out/$fs.status" "$test")"
@@ -270,11 +288,11 @@ report() {
 	echo
 	echo "Per test (status, seconds):"
 	echo
-	echo "| test | $(chosen_fs | paste -s -d '|' | sed 's/|/ | /g') |"
-	echo "| --- $(chosen_fs | sed 's/.*/| ---/' | paste -s -d ' ') |"
+	echo "| test | $(fs_to_run | paste -s -d '|' | sed 's/|/ | /g') |"
+	echo "| --- $(fs_to_run | sed 's/.*/| ---/' | paste -s -d ' ') |"
 	for test in $(chosen_tests); do
 		line="| $test"
-		for fs in $(chosen_fs); do
+		for fs in $(fs_to_run); do
 			line+=" | $(awk -v t="$test" '$1 == t {print $2 " (" $3 ")"}' "$out/$fs.status")"
 		done
 		echo "$line |"
@@ -284,7 +302,7 @@ report() {
 	echo "(folios; '-': the kernel has none, RWF_DONTCACHE is EOPNOTSUPP and fsx"
 	echo "and fsstress do not issue it):"
 	echo
-	for fs in $(chosen_fs); do
+	for fs in $(fs_to_run); do
 		echo "- $fs: $(awk '{print $1}' "$out/$fs/share/vmstat.after" 2>/dev/null |
 			while read -r test; do printf '%s %s, ' "$test" "$(counter_delta "$fs" "$out" "$test")"; done |
 			sed 's/, $//')"
@@ -297,7 +315,7 @@ report() {
 	fi
 	echo "Difference to ${base##*/} (test: here, there):"
 	echo
-	for fs in $(chosen_fs); do
+	for fs in $(fs_to_run); do
 		diff=$(compare "$fs" "$out" "$base" | awk '{print $1 ": " $2 ", " $3}' | paste -s -d ';')
 		echo "- $fs: ${diff:-none}$([ -f "$base/$fs.status" ] || echo ' (not run there)')"
 	done
@@ -311,16 +329,17 @@ main() {
 	KERNEL=$(built_kernel "$TREE" "$FLAVOR")
 	chosen_fs >/dev/null
 	chosen_tests >/dev/null
+	check_fs_to_run
 	"$HOST_DIR/build-host-initramfs.sh"
 	tree=$("$HOST_DIR/build-fstests.sh")
 	out=$RESULTS/fstests/$TREE-$FLAVOR
 	base=$RESULTS/fstests/pristine-$FLAVOR
 	mkdir -p "$out"
-	for fs in $(chosen_fs); do
+	for fs in $(fs_to_run); do
 		total=$((total + $(fs_tests "$fs" | wc -l)))
 	done
-	log "booting ${KERNEL#"$PWD"/}: $total fstests runs on $(chosen_fs | paste -s -d ' '), $(estimate)"
-	for fs in $(chosen_fs); do
+	log "booting ${KERNEL#"$PWD"/}: $total fstests runs on $(fs_to_run | paste -s -d ' '), $(estimate)"
+	for fs in $(fs_to_run); do
 		write_inputs "$fs" "$out" "$tree"
 		start=$SECONDS
 		run_fs "$KERNEL" "$fs" "$out" "$total" "$done"
@@ -333,7 +352,7 @@ main() {
 		record_times fstests $(first_test_secs "$out/$fs" | awk -v fs="$fs" '$1 > 0 {print fs "/boot", $1}') \
 			$(awk -v fs="$fs" '$3 != "-" {print fs "/" $1, $3}' "$out/$fs.status")
 	done
-	for fs in $(chosen_fs); do
+	for fs in $(fs_to_run); do
 		judge_fs "$fs" "$out"
 		judge_failures "$fs" "$out" "$base"
 		passed=$((passed + $(count_status "$out/$fs.status" passed)))
