@@ -7,7 +7,7 @@
 #     its line with '# shellcheck disable=SCnnnn # why';
 #   - the kernel's checkpatch.pl (build/src/pristine/scripts/checkpatch.pl
 #     --no-tree -f, from 'make source') on the guest C files (tests/*.c,
-#     tests/*.h, tests/tools/*.c, tests/selftest/*.c) and the modules of
+#     tests/*.h, tests/tools/*.c, tests/selftest/*.c, tests/kmod/*.c) and the modules of
 #     scripts/checks/distro-abi/: no error (-v lists the warnings);
 #   - the host-side tests, scripts/checks/host-tests.sh (bench-report.py,
 #     verdict.sh and make-help.awk on fixtures): all pass (-v lists them).
@@ -26,7 +26,7 @@ shell_scripts() {
 
 c_files() {
 	printf '%s\n' "$TOP"/tests/*.c "$TOP"/tests/*.h "$TOP"/tests/tools/*.c \
-		"$TOP"/tests/selftest/*.c "$CHECKS_DIR"/distro-abi/*.c
+		"$TOP"/tests/selftest/*.c "$TOP"/tests/kmod/*.c "$CHECKS_DIR"/distro-abi/*.c
 }
 
 # run_shellcheck: 0 when shellcheck finds nothing; lists the findings.

@@ -18,18 +18,40 @@ build_status() {
 	log "$(duration $((SECONDS - start))): $n objects built${total:+ (a complete tree has $total)}"
 }
 
+# build_test_modules SRC OUT CC: the guest test modules (tests/kmod/) against
+# the tree built in OUT, in their own directory (kernel_test_modules). Only
+# for the patched tree: they use what the series adds.
+build_test_modules() {
+	local src=$1 out=$2 cc=$3 dir
+	dir=$(kernel_test_modules "$out/arch/x86/boot/bzImage")
+	rm -rf "$dir"
+	grep -q '^CONFIG_MODULES=y' "$out/.config" || return 0
+	if [ "$src" != "$PATCHED_SRC" ]; then
+		log "no guest test modules for this tree: they use the series"
+		return 0
+	fi
+	mkdir -p "$dir"
+	cp "$TOP"/tests/kmod/Kbuild "$TOP"/tests/kmod/*.c "$dir/"
+	make -s -C "$src" O="$out" ARCH=x86_64 CC="$cc" M="$dir" modules ||
+		die "cannot build the guest test modules (tests/kmod/)"
+	log "guest test modules: $(cd "$dir" && echo *.ko)"
+}
+
 main() {
 	help_if_asked "$@"
 	tree_flavor_args "build-kernel.sh patched|pristine FLAVOR" "$@"
 	local tree=$TREE flavor=$FLAVOR src=$SRC_DIR/$TREE out cc=gcc jobs start ticker
+	local targets=(bzImage)
 	need_cmd make gcc bison flex bc
 	need_file "$src/Makefile" "run 'make source' first"
 	out=$(kernel_dir "$tree" "$flavor")
 	mkdir -p "$out"
 	"$HOST_DIR/kernel-config.sh" "$src" "$out" "$flavor"
+	# Module.symvers, for the guest test modules built against this tree
+	! grep -q '^CONFIG_MODULES=y' "$out/.config" || targets+=(modules)
 	command -v ccache >/dev/null && cc="ccache gcc"
 	jobs=$(($(nproc) + 1))
-	log "building $tree-$flavor bzImage (-j$jobs, CC=$cc)"
+	log "building $tree-$flavor ${targets[*]} (-j$jobs, CC=$cc)"
 	touch "$out/.build-start"
 	start=$SECONDS
 	every 30 build_status "$out" "$out/.build-start" "$start" &
@@ -42,9 +64,10 @@ main() {
 	CCACHE_BASEDIR=${CCACHE_BASEDIR:-$TOP} \
 		KBUILD_BUILD_USER=uncached KBUILD_BUILD_HOST=qemu-test \
 		KBUILD_BUILD_TIMESTAMP='2024-12-03' \
-		make -s -C "$src" O="$out" ARCH=x86_64 CC="$cc" -j"$jobs" bzImage
+		make -s -C "$src" O="$out" ARCH=x86_64 CC="$cc" -j"$jobs" "${targets[@]}"
 	kill "$ticker" 2>/dev/null || true
 	find "$out" -name '*.o' | wc -l >"$out/.objects-total"
+	build_test_modules "$src" "$out" "$cc"
 	log "kernel: $(kernel_image "$tree" "$flavor") ($(duration $((SECONDS - start))), $(cat "$out/.objects-total") objects)"
 }
 

@@ -10,6 +10,8 @@
 #   resources    the CPUs and memory given (cpus=, mem_kib=, mem_min_kib=),
 #                also in the guest's run.conf: /init checks it has them and
 #                reports what it has (check_guest_resources in lib.sh)
+# The guest test modules built against the kernel (build-kernel.sh, from
+# tests/kmod/) go into the busybox guest's /lib/modules/uncached/.
 # It reaches no verdict itself: see verdict.sh.
 #
 # Options: --kernel BZIMAGE --initrd CPIO --results DIR (required)
@@ -181,6 +183,21 @@ kernel_cmdline() {
 	echo "$cmdline"
 }
 
+# test_modules_list: gen_init_cpio lines for the guest test modules built
+# against KERNEL, under /lib/modules/uncached/ (the busybox /init loads
+# them).
+test_modules_list() {
+	local dir ko
+	dir=$(kernel_test_modules "$KERNEL")
+	[ "$ROOTFS" = busybox ] && [ -d "$dir" ] || return 0
+	echo "dir /lib 755 0 0"
+	echo "dir /lib/modules 755 0 0"
+	echo "dir /lib/modules/uncached 755 0 0"
+	for ko in "$dir"/*.ko; do
+		[ ! -f "$ko" ] || echo "file /lib/modules/uncached/${ko##*/} $ko 644 0 0"
+	done
+}
+
 # The per-run part of the initramfs: run.conf (and the command), appended to
 # the base archive; the kernel unpacks both.
 make_run_initrd() {
@@ -215,6 +232,7 @@ make_run_initrd() {
 		[ -z "$TESTS_LIST" ] || echo "file /etc/uncached/tests.list $TESTS_LIST 644 0 0"
 		[ -z "$DEVICE_TESTS_LIST" ] ||
 			echo "file /etc/uncached/blockdev.list $DEVICE_TESTS_LIST 644 0 0"
+		test_modules_list
 	} >"$dir/list"
 	"$BUILD/initramfs/gen_init_cpio" "$dir/list" >"$dir/run.cpio"
 	cat "$INITRD" "$dir/run.cpio" >"$RESULTS_DIR/initrd.cpio"

@@ -291,6 +291,12 @@ kernel_image() {
 	echo "$(kernel_dir "$1" "$2")/arch/x86/boot/bzImage"
 }
 
+# kernel_test_modules BZIMAGE: the directory of the guest test modules
+# (tests/kmod/) built against the kernel of BZIMAGE (build-kernel.sh).
+kernel_test_modules() {
+	echo "${1%/arch/x86/boot/bzImage}/tests-kmod"
+}
+
 # built_kernel TREE FLAVOR: kernel_image, failing when it is not built.
 built_kernel() {
 	local image

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * uncached_hold - guest test module: a folio whose lock is held while its
+ * writeback ends, on demand.
+ *
+ * The deferred drop of uncached folios after writeback (mm/filemap.c) must
+ * not block on a folio someone else holds locked, and must retry such a
+ * folio on its own schedule.  In real life the holder is e.g. a truncate
+ * that locked the folio and waits for its writeback: when the writeback
+ * ends, the folio is queued for the drop while the truncate still holds
+ * it.  User space cannot hold a folio lock for as long as it likes, so
+ * this module does, through /sys/kernel/debug/uncached_hold/ctl, one
+ * command per write:
+ *
+ *   hold FD INDEX  take the folio at INDEX of the regular file open on FD
+ *                  (it must be cached, uptodate, clean, unmapped and not
+ *                  under writeback), lock it, flag it uncached as an uncached
+ *                  write would have, and pass it through a writeback
+ *                  without I/O (folio_start_writeback() and
+ *                  folio_end_writeback(), what a filesystem does around
+ *                  its write I/O): its writeback completion queues it for
+ *                  the drop on the CPU the caller runs on (pin it), while
+ *                  this module keeps it locked
+ *   release        unlock and put every folio held
+ *
+ * Reading ctl gives the number of folios held.  Closing ctl releases
+ * them, so a test that dies leaves no folio locked (an unmount would wait
+ * for it forever); so does unloading the module.  The folio's data is
+ * clean, so skipping the I/O loses nothing.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/backing-dev.h>
+#include <linux/debugfs.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/pagemap.h>
+#include <linux/uaccess.h>
+#include <linux/writeback.h>
+
+#define HOLD_MAX	64
+
+static struct folio *held[HOLD_MAX];
+static unsigned int nr_held;
+static DEFINE_MUTEX(held_mutex);
+static struct dentry *hold_dir;
+
+/* Can @folio, locked, go through a writeback without I/O? */
+static bool hold_folio_ok(struct folio *folio)
+{
+	struct address_space *mapping = folio->mapping;
+
+	return mapping && S_ISREG(mapping->host->i_mode) &&
+	       mapping_can_writeback(mapping) && folio_test_uptodate(folio) &&
+	       !folio_test_dirty(folio) && !folio_test_writeback(folio) &&
+	       !folio_mapped(folio) && !folio_test_uncached(folio);
+}
+
+/*
+ * Flag @folio uncached if it is still clean, under the i_pages lock as
+ * folio_adopt_uncached() clears it: a folio dirtied meanwhile without its
+ * lock (mark_buffer_dirty()) would be flagged without being counted as
+ * uncached dirty data.
+ */
+static bool flag_clean_folio(struct folio *folio)
+{
+	struct address_space *mapping = folio->mapping;
+	bool clean;
+
+	xa_lock_irq(&mapping->i_pages);
+	clean = !folio_test_dirty(folio);
+	if (clean)
+		folio_set_uncached(folio);
+	xa_unlock_irq(&mapping->i_pages);
+	return clean;
+}
+
+static int hold_folio(unsigned int fd, pgoff_t index)
+{
+	struct folio *folio;
+	struct file *file;
+	int ret = 0;
+
+	if (nr_held == HOLD_MAX)
+		return -ENOSPC;
+	file = fget(fd);
+	if (!file)
+		return -EBADF;
+	folio = filemap_get_folio(file->f_mapping, index);
+	if (IS_ERR(folio)) {
+		ret = PTR_ERR(folio);
+		goto out;
+	}
+	/* never wait: the caller may hold this folio already */
+	if (!folio_trylock(folio)) {
+		ret = -EBUSY;
+		goto put;
+	}
+	if (!hold_folio_ok(folio)) {
+		ret = -EINVAL;
+		goto unlock;
+	}
+	/* the writeback accounting needs the inode's bdi_writeback */
+	inode_attach_wb(folio->mapping->host, folio);
+	if (!flag_clean_folio(folio)) {
+		ret = -EINVAL;
+		goto unlock;
+	}
+	folio_start_writeback(folio);
+	folio_end_writeback(folio);
+	held[nr_held++] = folio;
+	pr_info("holding folio %lu of inode %lu on CPU %d\n", index,
+		folio->mapping->host->i_ino, raw_smp_processor_id());
+	goto out;
+unlock:
+	folio_unlock(folio);
+put:
+	folio_put(folio);
+out:
+	fput(file);
+	return ret;
+}
+
+static void release_all(void)
+{
+	while (nr_held) {
+		struct folio *folio = held[--nr_held];
+
+		folio_unlock(folio);
+		folio_put(folio);
+	}
+}
+
+static ssize_t ctl_write(struct file *file, const char __user *ubuf,
+			 size_t len, loff_t *ppos)
+{
+	unsigned int fd;
+	unsigned long index;
+	char buf[64];
+	int ret;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+
+	mutex_lock(&held_mutex);
+	if (sscanf(buf, "hold %u %lu", &fd, &index) == 2) {
+		ret = hold_folio(fd, index);
+	} else if (!strcmp(strim(buf), "release")) {
+		release_all();
+		ret = 0;
+	} else {
+		ret = -EINVAL;
+	}
+	mutex_unlock(&held_mutex);
+	return ret ? ret : len;
+}
+
+static ssize_t ctl_read(struct file *file, char __user *ubuf, size_t len,
+			loff_t *ppos)
+{
+	char buf[16];
+	int n;
+
+	mutex_lock(&held_mutex);
+	n = scnprintf(buf, sizeof(buf), "%u\n", nr_held);
+	mutex_unlock(&held_mutex);
+	return simple_read_from_buffer(ubuf, len, ppos, buf, n);
+}
+
+static int ctl_release(struct inode *inode, struct file *file)
+{
+	mutex_lock(&held_mutex);
+	release_all();
+	mutex_unlock(&held_mutex);
+	return 0;
+}
+
+static const struct file_operations ctl_fops = {
+	.owner = THIS_MODULE,
+	.read = ctl_read,
+	.write = ctl_write,
+	.release = ctl_release,
+	.llseek = default_llseek,
+};
+
+static int __init uncached_hold_init(void)
+{
+	hold_dir = debugfs_create_dir("uncached_hold", NULL);
+	debugfs_create_file("ctl", 0600, hold_dir, NULL, &ctl_fops);
+	return 0;
+}
+
+static void __exit uncached_hold_exit(void)
+{
+	debugfs_remove_recursive(hold_dir);
+	mutex_lock(&held_mutex);
+	release_all();
+	mutex_unlock(&held_mutex);
+}
+
+module_init(uncached_hold_init);
+module_exit(uncached_hold_exit);
+MODULE_DESCRIPTION("Guest test: hold a folio locked while its writeback ends");
+MODULE_LICENSE("GPL");
