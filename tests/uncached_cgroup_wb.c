@@ -59,16 +59,6 @@ static long long now_ms(void)
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
-static void write_file(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC);
-	ssize_t len = strlen(text);
-
-	if (fd < 0 || write(fd, text, len) != len)
-		tap_bail("write '%s' to %s: %s", text, path, strerror(errno));
-	close(fd);
-}
-
 /* Does the file @path hold the word @word? */
 static bool file_has_word(const char *path, const char *word)
 {
@@ -307,16 +297,16 @@ static void bystander(void)
 	if (fstat(bfd, &st))
 		tap_bail("fstat: %s", strerror(errno));
 	before = file_cachestat(bfd, 0, BYSTANDER_LEN).nr_dirty;
-	write_file(TRACING "/trace", "");
-	write_file(START_EVENT, "1");
-	write_file(WRITTEN_EVENT, "1");
-	write_file(INODE_WB_EVENT, "1");
+	write_text(TRACING "/trace", "");
+	write_text(START_EVENT, "1");
+	write_text(WRITTEN_EVENT, "1");
+	write_text(INODE_WB_EVENT, "1");
 	if (!write_range_flags(fd, 0, BS, BS, RWF_UNCACHED, 3))
 		tap_bail("uncached write failed");
 	usleep(300000);
-	write_file(INODE_WB_EVENT, "0");
-	write_file(WRITTEN_EVENT, "0");
-	write_file(START_EVENT, "0");
+	write_text(INODE_WB_EVENT, "0");
+	write_text(WRITTEN_EVENT, "0");
+	write_text(START_EVENT, "0");
 	after = file_cachestat(bfd, 0, BYSTANDER_LEN).nr_dirty;
 	flushed = unbracketed_writes_of(st.st_ino);
 	tap_diag("bystander: %llu of its %llu dirty pages were written back meanwhile, %d writeback(s) of its inode in all",
@@ -362,7 +352,7 @@ static void child_dirty_first(const char *cg, const char *path, int go_fd)
 	int fd;
 
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
-	write_file(procs, "0");
+	write_text(procs, "0");
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0 || !write_range_flags(fd, 0, CHILD_LEN, BS, RWF_UNCACHED, 4))
 		_exit(1);
@@ -454,11 +444,11 @@ static void wb_switch(void)
 	bool ok = true, gone = false, journalled = data_journalled();
 	int rounds = journalled ? 2 : MAX_ROUNDS;
 
-	write_file(TRACING "/trace", "");
-	write_file(SWITCH_EVENT, "1");
+	write_text(TRACING "/trace", "");
+	write_text(SWITCH_EVENT, "1");
 	for (round = 0; round < rounds && !switches; round++)
 		switches += switch_round(round, &ok, &cgino[round]);
-	write_file(SWITCH_EVENT, "0");
+	write_text(SWITCH_EVENT, "0");
 	if (journalled && !switches)
 		tap_skip("wb switch: data=journal: no writeback of the inode found it foreign in %d round(s), so its wb was not switched",
 			 round);
@@ -492,7 +482,7 @@ int main(int argc, char **argv)
 			 CGROOT);
 	if (!file_has_word(CGROOT "/cgroup.subtree_control", "memory") ||
 	    !file_has_word(CGROOT "/cgroup.subtree_control", "io"))
-		write_file(CGROOT "/cgroup.subtree_control", "+memory +io");
+		write_text(CGROOT "/cgroup.subtree_control", "+memory +io");
 	if (access(SWITCH_EVENT, W_OK) || access(INODE_WB_EVENT, W_OK) ||
 	    access(START_EVENT, W_OK) || access(WRITTEN_EVENT, W_OK))
 		tap_bail("%s/events/writeback: %s (tracefs not mounted?)",

@@ -142,6 +142,17 @@ static inline bool verify_pattern(int fd, size_t len, uint64_t off,
 	return ret == (ssize_t)len && bad < 0;
 }
 
+/* Write @text to @path (a sysfs, procfs or tracefs file); bails on failure. */
+static inline void write_text(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	ssize_t len = strlen(text);
+
+	if (fd < 0 || write(fd, text, len) != len)
+		tap_bail("write '%s' to %s: %s", text, path, strerror(errno));
+	close(fd);
+}
+
 /* Write back everything and drop clean page cache, dentries and inodes. */
 static inline void drop_caches(void)
 {

@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * uncached_hold - guest test module: a folio whose lock is held while its
- * writeback ends, on demand.
+ * writeback ends, or while the flusher wants to write it, on demand.
  *
  * The deferred drop of uncached folios after writeback (mm/filemap.c) must
  * not block on a folio someone else holds locked, and must retry such a
  * folio on its own schedule.  In real life the holder is e.g. a truncate
  * that locked the folio and waits for its writeback: when the writeback
  * ends, the folio is queued for the drop while the truncate still holds
- * it.  User space cannot hold a folio lock for as long as it likes, so
- * this module does, through /sys/kernel/debug/uncached_hold/ctl, one
- * command per write:
+ * it.  Likewise the flusher waits for the lock of a dirty folio it
+ * writes back, which makes it run the write-behind pass of uncached writes
+ * at a moment a test chooses.  User space cannot hold a folio lock for as
+ * long as it likes, so this module does, through
+ * /sys/kernel/debug/uncached_hold/ctl, one command per write:
  *
  *   hold FD INDEX  take the folio at INDEX of the regular file open on FD
  *                  (it must be cached, uptodate, clean, unmapped and not
@@ -21,6 +23,9 @@
  *                  its write I/O): its writeback completion queues it for
  *                  the drop on the CPU the caller runs on (pin it), while
  *                  this module keeps it locked
+ *   lock FD INDEX  only lock the folio at INDEX of the regular file open
+ *                  on FD (dirty or not): whoever writes it back waits
+ *   unlock FD INDEX  unlock and put that folio (held or locked above)
  *   release        unlock and put every folio held
  *
  * Reading ctl gives the number of folios held.  Closing ctl releases
@@ -77,60 +82,92 @@ static bool flag_clean_folio(struct folio *folio)
 	return clean;
 }
 
-static int hold_folio(unsigned int fd, pgoff_t index)
+/* The folio at @index of the regular file open on @fd, locked, or an error. */
+static struct folio *lock_file_folio(unsigned int fd, pgoff_t index)
 {
-	struct folio *folio;
+	struct folio *folio = ERR_PTR(-EINVAL);
 	struct file *file;
-	int ret = 0;
 
 	if (nr_held == HOLD_MAX)
-		return -ENOSPC;
+		return ERR_PTR(-ENOSPC);
 	file = fget(fd);
 	if (!file)
-		return -EBADF;
-	folio = filemap_get_folio(file->f_mapping, index);
-	if (IS_ERR(folio)) {
-		ret = PTR_ERR(folio);
-		goto out;
-	}
+		return ERR_PTR(-EBADF);
+	if (S_ISREG(file_inode(file)->i_mode))
+		folio = filemap_get_folio(file->f_mapping, index);
+	fput(file);
+	if (IS_ERR(folio))
+		return folio;
 	/* never wait: the caller may hold this folio already */
 	if (!folio_trylock(folio)) {
-		ret = -EBUSY;
-		goto put;
+		folio_put(folio);
+		return ERR_PTR(-EBUSY);
 	}
-	if (!hold_folio_ok(folio)) {
-		ret = -EINVAL;
-		goto unlock;
-	}
+	return folio;
+}
+
+static void unlock_put(struct folio *folio)
+{
+	folio_unlock(folio);
+	folio_put(folio);
+}
+
+static int hold_folio(unsigned int fd, pgoff_t index)
+{
+	struct folio *folio = lock_file_folio(fd, index);
+
+	if (IS_ERR(folio))
+		return PTR_ERR(folio);
+	if (!hold_folio_ok(folio))
+		goto invalid;
 	/* the writeback accounting needs the inode's bdi_writeback */
 	inode_attach_wb(folio->mapping->host, folio);
-	if (!flag_clean_folio(folio)) {
-		ret = -EINVAL;
-		goto unlock;
-	}
+	if (!flag_clean_folio(folio))
+		goto invalid;
 	folio_start_writeback(folio);
 	folio_end_writeback(folio);
 	held[nr_held++] = folio;
 	pr_info("holding folio %lu of inode %lu on CPU %d\n", index,
 		folio->mapping->host->i_ino, raw_smp_processor_id());
-	goto out;
-unlock:
-	folio_unlock(folio);
-put:
-	folio_put(folio);
-out:
+	return 0;
+invalid:
+	unlock_put(folio);
+	return -EINVAL;
+}
+
+static int lock_only(unsigned int fd, pgoff_t index)
+{
+	struct folio *folio = lock_file_folio(fd, index);
+
+	if (IS_ERR(folio))
+		return PTR_ERR(folio);
+	held[nr_held++] = folio;
+	return 0;
+}
+
+static int unlock_one(unsigned int fd, pgoff_t index)
+{
+	struct file *file = fget(fd);
+	unsigned int i;
+
+	if (!file)
+		return -EBADF;
+	for (i = 0; i < nr_held; i++)
+		if (held[i]->mapping == file->f_mapping &&
+		    folio_contains(held[i], index))
+			break;
 	fput(file);
-	return ret;
+	if (i == nr_held)
+		return -ENOENT;
+	unlock_put(held[i]);
+	held[i] = held[--nr_held];
+	return 0;
 }
 
 static void release_all(void)
 {
-	while (nr_held) {
-		struct folio *folio = held[--nr_held];
-
-		folio_unlock(folio);
-		folio_put(folio);
-	}
+	while (nr_held)
+		unlock_put(held[--nr_held]);
 }
 
 static ssize_t ctl_write(struct file *file, const char __user *ubuf,
@@ -150,6 +187,10 @@ static ssize_t ctl_write(struct file *file, const char __user *ubuf,
 	mutex_lock(&held_mutex);
 	if (sscanf(buf, "hold %u %lu", &fd, &index) == 2) {
 		ret = hold_folio(fd, index);
+	} else if (sscanf(buf, "lock %u %lu", &fd, &index) == 2) {
+		ret = lock_only(fd, index);
+	} else if (sscanf(buf, "unlock %u %lu", &fd, &index) == 2) {
+		ret = unlock_one(fd, index);
 	} else if (!strcmp(strim(buf), "release")) {
 		release_all();
 		ret = 0;
@@ -205,5 +246,5 @@ static void __exit uncached_hold_exit(void)
 
 module_init(uncached_hold_init);
 module_exit(uncached_hold_exit);
-MODULE_DESCRIPTION("Guest test: hold a folio locked while its writeback ends");
+MODULE_DESCRIPTION("Guest test: hold folios locked at moments a test chooses");
 MODULE_LICENSE("GPL");
