@@ -7,8 +7,9 @@
 #     its line with '# shellcheck disable=SCnnnn # why';
 #   - the kernel's checkpatch.pl (build/src/pristine/scripts/checkpatch.pl
 #     --no-tree -f, from 'make source') on the guest C files (tests/*.c,
-#     tests/*.h, tests/tools/*.c, tests/selftest/*.c, tests/kmod/*.c) and the modules of
-#     scripts/checks/distro-abi/: no error (-v lists the warnings);
+#     tests/*.h, tests/tools/*.c, tests/selftest/*.c), the guest test
+#     modules (tests/kmod/*.c) and the modules of scripts/checks/distro-abi/:
+#     no error (-v lists the warnings);
 #   - the host-side tests, scripts/checks/host-tests.sh (bench-report.py,
 #     verdict.sh and make-help.awk on fixtures): all pass (-v lists them).
 # Exits non-zero on any finding, listing them.
@@ -26,7 +27,8 @@ shell_scripts() {
 
 c_files() {
 	printf '%s\n' "$TOP"/tests/*.c "$TOP"/tests/*.h "$TOP"/tests/tools/*.c \
-		"$TOP"/tests/selftest/*.c "$TOP"/tests/kmod/*.c "$CHECKS_DIR"/distro-abi/*.c
+		"$TOP"/tests/selftest/*.c "$TOP"/tests/kmod/*.c \
+		"$CHECKS_DIR"/distro-abi/*.c
 }
 
 # run_shellcheck: 0 when shellcheck finds nothing; lists the findings.
