@@ -35,7 +35,6 @@
 #include <time.h>
 
 #define CGROOT		"/sys/fs/cgroup"
-#define TRACING		"/sys/kernel/tracing"
 #define SWITCH_EVENT	TRACING "/events/writeback/inode_switch_wbs/enable"
 #define INODE_WB_EVENT	TRACING "/events/writeback/writeback_single_inode_start/enable"
 #define BDI_DIR		"/sys/kernel/debug/bdi"
@@ -50,14 +49,6 @@
 #define MAX_ROUNDS	6
 #define ADOPT_RACE_PAGES	8
 #define NR_CASES	7
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
 
 /* Does the file @path hold the word @word? */
 static bool file_has_word(const char *path, const char *word)
@@ -227,7 +218,6 @@ static int events_of(const char *event, unsigned long ino)
 
 #define START_EVENT	TRACING "/events/writeback/writeback_start/enable"
 #define WRITTEN_EVENT	TRACING "/events/writeback/writeback_written/enable"
-#define MAX_TASKS	64
 
 /*
  * Number of writeback_single_inode_start events for inode @ino that no
@@ -238,34 +228,18 @@ static int events_of(const char *event, unsigned long ino)
 static int unbracketed_writes_of(unsigned long ino)
 {
 	FILE *f = fopen(TRACING "/trace", "r");
-	char line[512], want[64], task[MAX_TASKS][64];
-	bool in_work[MAX_TASKS];
-	int n = 0, tasks = 0, t;
+	struct trace_tasks tasks = { .n = 0 };
+	char line[512], want[64];
+	int n = 0;
 
 	if (!f)
 		tap_bail("%s/trace: %s", TRACING, strerror(errno));
 	snprintf(want, sizeof(want), " ino=%lu ", ino);
-	while (fgets(line, sizeof(line), f)) {
-		char who[64];
-
-		if (line[0] == '#' || sscanf(line, "%63s", who) != 1)
-			continue;
-		for (t = 0; t < tasks && strcmp(task[t], who); t++)
-			;
-		if (t == tasks) {
-			if (tasks == MAX_TASKS)
-				tap_bail("more than %d tasks in the trace", MAX_TASKS);
-			snprintf(task[tasks], sizeof(task[0]), "%s", who);
-			in_work[tasks++] = false;
-		}
-		if (strstr(line, " writeback_start: "))
-			in_work[t] = true;
-		else if (strstr(line, " writeback_written: "))
-			in_work[t] = false;
-		else if (strstr(line, " writeback_single_inode_start: ") &&
-			 strstr(line, want) && !in_work[t])
+	while (fgets(line, sizeof(line), f))
+		if (!trace_in_work(&tasks, line) &&
+		    strstr(line, " writeback_single_inode_start: ") &&
+		    strstr(line, want))
 			n++;
-	}
 	fclose(f);
 	return n;
 }

@@ -19,7 +19,6 @@
 #include "uncached_io.h"
 
 #include <sched.h>
-#include <time.h>
 
 #define HOLD_CTL		"/sys/kernel/debug/uncached_hold/ctl"
 #define WRITE_LEN		(1ULL << 20)
@@ -62,14 +61,6 @@ static void ctl(const char *cmd)
 {
 	if (write(ctl_fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd))
 		tap_bail("%s '%s': %s", HOLD_CTL, cmd, strerror(errno));
-}
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
 static const char *held_name(const char *name, int i)

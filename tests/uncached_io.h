@@ -536,4 +536,47 @@ static inline void diag_ra_leftover(int fd, uint64_t off, uint64_t len,
 		 (unsigned long long)(uncached_ra_leftover_bound(fd, req_bytes) >> 10));
 }
 
+/* tracefs, mounted by /init */
+#define TRACING		"/sys/kernel/tracing"
+#define TRACE_MAX_TASKS	64
+
+/*
+ * The writeback work each task of a trace is in: its writeback_start opens
+ * one, its writeback_written closes it (background, periodic, sync ...
+ * work). The write-behind pass of uncached writes puts inodes through
+ * writeback outside any such work.
+ */
+struct trace_tasks {
+	char name[TRACE_MAX_TASKS][64];
+	bool in_work[TRACE_MAX_TASKS];
+	int n;
+};
+
+/*
+ * Account trace @line to its task (its first word): 1 if that task is in
+ * a writeback work after the line, 0 if not, -1 for a line of no task.
+ */
+static inline int trace_in_work(struct trace_tasks *t, const char *line)
+{
+	char who[64];
+	int i;
+
+	if (line[0] == '#' || sscanf(line, "%63s", who) != 1)
+		return -1;
+	for (i = 0; i < t->n && strcmp(t->name[i], who); i++)
+		;
+	if (i == t->n) {
+		if (t->n == TRACE_MAX_TASKS)
+			tap_bail("more than %d tasks in the trace",
+				 TRACE_MAX_TASKS);
+		snprintf(t->name[i], sizeof(t->name[i]), "%s", who);
+		t->in_work[t->n++] = false;
+	}
+	if (strstr(line, " writeback_start: "))
+		t->in_work[i] = true;
+	else if (strstr(line, " writeback_written: "))
+		t->in_work[i] = false;
+	return t->in_work[i];
+}
+
 #endif /* UNCACHED_IO_H */

@@ -39,7 +39,6 @@
 #include <sys/wait.h>
 
 #define HOLD_CTL	"/sys/kernel/debug/uncached_hold/ctl"
-#define TRACING		"/sys/kernel/tracing"
 #define NR_FILES	4
 #define FILE_LEN	(64 << 10)
 #define WAIT_MS		20000
@@ -119,27 +118,6 @@ struct trace_scan {
 	int late_by_work;	/* f1..fN inside a work, once queued */
 };
 
-#define MAX_TASKS	64
-
-/* Which task of the trace a line is from (its first word); -1: none. */
-static int task_of(const char *line, char task[][64], int *tasks)
-{
-	char who[64];
-	int t;
-
-	if (line[0] == '#' || sscanf(line, "%63s", who) != 1)
-		return -1;
-	for (t = 0; t < *tasks && strcmp(task[t], who); t++)
-		;
-	if (t == *tasks) {
-		if (*tasks == MAX_TASKS)
-			tap_bail("more than %d tasks in the trace", MAX_TASKS);
-		snprintf(task[t], 64, "%s", who);
-		(*tasks)++;
-	}
-	return t;
-}
-
 /* The wb of a writeback event: "NAME cgroup_ino=N", or "". */
 static void wb_of(const char *line, char *wb, size_t size)
 {
@@ -188,23 +166,18 @@ static void scan_inode_start(const char *line, bool in_work,
 static struct trace_scan scan_trace(void)
 {
 	FILE *f = fopen(TRACING "/trace", "r");
-	char line[512], wb[128], task[MAX_TASKS][64];
-	bool in_work[MAX_TASKS] = { false };
+	struct trace_tasks tasks = { .n = 0 };
 	struct trace_scan s = { 0 };
-	int tasks = 0, t;
+	char line[512], wb[128];
 
 	if (!f)
 		tap_bail("%s/trace: %s", TRACING, strerror(errno));
 	while (fgets(line, sizeof(line), f)) {
+		int in_work = trace_in_work(&tasks, line);
 		bool sync_on_wb;
 
-		t = task_of(line, task, &tasks);
-		if (t < 0)
+		if (in_work < 0)
 			continue;
-		if (strstr(line, " writeback_start: "))
-			in_work[t] = true;
-		else if (strstr(line, " writeback_written: "))
-			in_work[t] = false;
 		wb_of(line, wb, sizeof(wb));
 		if (strcmp(wb, our_wb))
 			continue;
@@ -214,7 +187,7 @@ static struct trace_scan scan_trace(void)
 		else if (strstr(line, " writeback_queue: "))
 			s.queued |= sync_on_wb;
 		else if (strstr(line, " writeback_single_inode_start: "))
-			scan_inode_start(line, in_work[t], &s);
+			scan_inode_start(line, in_work, &s);
 	}
 	fclose(f);
 	return s;

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 /* glibc's copies of the RWF_* values give way to the kernel's header. */
@@ -140,6 +141,15 @@ static inline bool verify_pattern(int fd, size_t len, uint64_t off,
 			 (unsigned long long)off + bad);
 	free(buf);
 	return ret == (ssize_t)len && bad < 0;
+}
+
+/* CLOCK_MONOTONIC in milliseconds. */
+static inline long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
 /* Write @text to @path (a sysfs, procfs or tracefs file); bails on failure. */
