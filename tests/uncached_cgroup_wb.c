@@ -37,7 +37,6 @@
 #define CGROOT		"/sys/fs/cgroup"
 #define SWITCH_EVENT	TRACING "/events/writeback/inode_switch_wbs/enable"
 #define INODE_WB_EVENT	TRACING "/events/writeback/writeback_single_inode_start/enable"
-#define BDI_DIR		"/sys/kernel/debug/bdi"
 #define KIB		1024ULL
 #define MIB		(1024 * KIB)
 #define BS		(64 * KIB)
@@ -63,48 +62,6 @@ static bool file_has_word(const char *path, const char *word)
 		found = !strcmp(w, word);
 	fclose(f);
 	return found;
-}
-
-/*
- * The sum over every bdi of the signed "@key" lines (kB) of file @name
- * (stats: the bdi's wbs together; wb_stats: one block per wb) in *@sum_out.
- * False when no bdi has the line: the kernel does not expose the counter.
- */
-static bool bdi_sum(const char *name, const char *key, long long *sum_out)
-{
-	DIR *dir = opendir(BDI_DIR);
-	struct dirent *de;
-	long long sum = 0;
-	bool seen = false;
-
-	if (!dir)
-		tap_bail("%s: %s (debugfs not mounted?)", BDI_DIR, strerror(errno));
-	while ((de = readdir(dir))) {
-		char path[512], line[256];
-		long long v;
-		FILE *f;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s/%s", BDI_DIR, de->d_name, name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f)) {
-			if (strncmp(line, key, strlen(key)) ||
-			    sscanf(line + strlen(key), " %lld", &v) != 1)
-				continue;
-			sum += v;
-			seen = true;
-		}
-		fclose(f);
-	}
-	closedir(dir);
-	if (!seen)
-		tap_diag("no bdi has a '%s' line in %s: the kernel does not expose the write-behind counter",
-			 key, name);
-	*sum_out = sum;
-	return seen;
 }
 
 /* Is a wb of the cgroup with inode number @cgino still in some wb_stats? */

@@ -536,6 +536,51 @@ static inline void diag_ra_leftover(int fd, uint64_t off, uint64_t len,
 		 (unsigned long long)(uncached_ra_leftover_bound(fd, req_bytes) >> 10));
 }
 
+/* the bdis' debugfs directories (debugfs mounted by /init) */
+#define BDI_DIR		"/sys/kernel/debug/bdi"
+
+/*
+ * The sum over every bdi of the signed "@key" lines (kB) of file @name
+ * (stats: the bdi's wbs together; wb_stats: one block per wb) in *@sum_out.
+ * False when no bdi has the line: the kernel does not expose the counter.
+ */
+static inline bool bdi_sum(const char *name, const char *key, long long *sum_out)
+{
+	DIR *dir = opendir(BDI_DIR);
+	struct dirent *de;
+	long long sum = 0;
+	bool seen = false;
+
+	if (!dir)
+		tap_bail("%s: %s (debugfs not mounted?)", BDI_DIR, strerror(errno));
+	while ((de = readdir(dir))) {
+		char path[512], line[256];
+		long long v;
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/%s", BDI_DIR, de->d_name, name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			if (strncmp(line, key, strlen(key)) ||
+			    sscanf(line + strlen(key), " %lld", &v) != 1)
+				continue;
+			sum += v;
+			seen = true;
+		}
+		fclose(f);
+	}
+	closedir(dir);
+	if (!seen)
+		tap_diag("no bdi has a '%s' line in %s: the kernel does not expose the write-behind counter",
+			 key, name);
+	*sum_out = sum;
+	return seen;
+}
+
 /* tracefs, mounted by /init */
 #define TRACING		"/sys/kernel/tracing"
 #define TRACE_MAX_TASKS	64
