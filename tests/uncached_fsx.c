@@ -120,6 +120,7 @@ static struct {
 	char path[4096];
 	int fd;
 	int dfd;		/* O_DIRECT, or -1 when the fs refuses it */
+	uint64_t dio_eof_align;	/* see dio_read_range() */
 	uint64_t base;		/* of the region of the device; 0 for a file */
 	unsigned char *model;	/* expected content; zeroes beyond size */
 	uint64_t size;
@@ -637,9 +638,46 @@ static bool dio_range(struct op *op)
 	return true;
 }
 
+/*
+ * The O_DIRECT alignment of @fd's file (statx: dio_offset_align), or
+ * DIO_ALIGN when the filesystem does not say.
+ */
+static uint64_t dio_offset_align(int fd)
+{
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) ||
+	    !(stx.stx_mask & STATX_DIOALIGN) || !stx.stx_dio_offset_align ||
+	    DIO_ALIGN % stx.stx_dio_offset_align)
+		return DIO_ALIGN;
+	return stx.stx_dio_offset_align;
+}
+
+/*
+ * Align an O_DIRECT read, and end it at most at EOF rounded up to the
+ * file's O_DIRECT alignment (fsx trims its reads at EOF too): it still
+ * reads across EOF, but not into the blocks past it.  XFS holds its
+ * speculative preallocation there as delalloc while the file is open,
+ * which iomap's direct read refuses with EIO ("Direct I/O collision with
+ * buffered writes!"); pristine 6.12 does that with cached I/O only (seed
+ * 5589549054753, op 1522 on XFS: bmap showed delalloc past the EOF block),
+ * so it says nothing of the series.
+ */
+static bool dio_read_range(struct op *op)
+{
+	uint64_t end;
+
+	if (!dio_range(op))
+		return false;
+	end = (fx.size + fx.dio_eof_align - 1) & ~(fx.dio_eof_align - 1);
+	if (!cfg.dev && op->off < end && op->off + op->len > end)
+		op->len = end - op->off;
+	return true;
+}
+
 static bool do_dread(struct op *op)
 {
-	if (!dio_range(op))
+	if (!dio_read_range(op))
 		return true;
 	return check_read(op, "O_DIRECT pread",
 			  pread(fx.dfd, fx.buf, op->len, pos_of(op->off)),
@@ -1305,6 +1343,8 @@ static void proc_setup(int proc, pid_t parent)
 		tap_bail("open %s O_DIRECT: %s", fx.path, strerror(errno));
 	if (fx.dfd < 0)
 		pdiag("O_DIRECT refused here (EINVAL): O_DIRECT ops skipped");
+	else
+		fx.dio_eof_align = dio_offset_align(fx.dfd);
 	fx.model = calloc(1, cfg.maxlen);
 	if (!fx.model || posix_memalign((void **)&fx.buf, PAGE_SZ,
 					cfg.maxlen + 2 * DIO_ALIGN))
