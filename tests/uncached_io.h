@@ -540,6 +540,33 @@ static inline void diag_ra_leftover(int fd, uint64_t off, uint64_t len,
 #define BDI_DIR		"/sys/kernel/debug/bdi"
 
 /*
+ * Add the signed "@key" lines (kB) of file @name of bdi @bdi to *@sum;
+ * false when it has none.
+ */
+static inline bool bdi_file_sum(const char *bdi, const char *name,
+				const char *key, long long *sum)
+{
+	char path[512], line[256];
+	bool seen = false;
+	long long v;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", BDI_DIR, bdi, name);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, key, strlen(key)) ||
+		    sscanf(line + strlen(key), " %lld", &v) != 1)
+			continue;
+		*sum += v;
+		seen = true;
+	}
+	fclose(f);
+	return seen;
+}
+
+/*
  * The sum over every bdi of the signed "@key" lines (kB) of file @name
  * (stats: the bdi's wbs together; wb_stats: one block per wb) in *@sum_out.
  * False when no bdi has the line: the kernel does not expose the counter.
@@ -553,26 +580,9 @@ static inline bool bdi_sum(const char *name, const char *key, long long *sum_out
 
 	if (!dir)
 		tap_bail("%s: %s (debugfs not mounted?)", BDI_DIR, strerror(errno));
-	while ((de = readdir(dir))) {
-		char path[512], line[256];
-		long long v;
-		FILE *f;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s/%s", BDI_DIR, de->d_name, name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f)) {
-			if (strncmp(line, key, strlen(key)) ||
-			    sscanf(line + strlen(key), " %lld", &v) != 1)
-				continue;
-			sum += v;
-			seen = true;
-		}
-		fclose(f);
-	}
+	while ((de = readdir(dir)))
+		if (de->d_name[0] != '.')
+			seen |= bdi_file_sum(de->d_name, name, key, &sum);
 	closedir(dir);
 	if (!seen)
 		tap_diag("no bdi has a '%s' line in %s: the kernel does not expose the write-behind counter",

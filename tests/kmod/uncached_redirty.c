@@ -16,15 +16,20 @@
  *   arm FD INDEX  the next time ext4 is asked to release the folio at
  *                 INDEX of the regular file open on FD (the
  *                 ext4_release_folio tracepoint, under the folio lock,
- *                 before the buffers are freed), mark its first buffer
- *                 dirty; the release then fails, as the buffer is dirty
+ *                 before the buffers are freed) while it is clean, as
+ *                 the drop releases it, mark its first buffer dirty (if
+ *                 mapped and uptodate); the release then fails, as the
+ *                 buffer is dirty
  *   disarm        forget the armed folio
  *
  * It fires once per arm.  Reading ctl gives the number of times it fired
  * since the module was loaded.  Closing ctl disarms, as does unloading.
+ * The armed file is held open until then, so its filesystem cannot be
+ * unmounted from under the module (umount fails with EBUSY).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/atomic.h>
 #include <linux/buffer_head.h>
 #include <linux/debugfs.h>
 #include <linux/file.h>
@@ -32,69 +37,79 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/pagemap.h>
+#include <linux/string.h>
 #include <linux/tracepoint.h>
 #include <linux/uaccess.h>
 
 #define RELEASE_TRACEPOINT	"ext4_release_folio"
 
 static struct tracepoint *release_tp;
-static struct inode *armed_inode;	/* a reference, taken by arm */
-static pgoff_t armed_index;
-static atomic_t armed = ATOMIC_INIT(0);
-static atomic_t fired = ATOMIC_INIT(0);
-static DEFINE_MUTEX(arm_mutex);
+static struct file *redirty_file;	/* held open while armed */
+static struct inode *redirty_inode;	/* its inode, compared by the probe */
+static pgoff_t redirty_index;
+static atomic_t redirty_armed = ATOMIC_INIT(0);
+static atomic_t redirty_fired = ATOMIC_INIT(0);
+static DEFINE_MUTEX(redirty_mutex);
 static struct dentry *redirty_dir;
 
 /*
  * The ext4_release_folio probe: @folio is locked by the caller of
- * ->release_folio(); its buffers are still attached.
+ * ->release_folio(); its buffers are still attached.  Preemption is off.
  */
 static void redirty_on_release(void *data, struct inode *inode,
 			       struct folio *folio)
 {
 	struct buffer_head *head;
 
-	if (!atomic_read(&armed) || inode != READ_ONCE(armed_inode) ||
-	    !folio_contains(folio, READ_ONCE(armed_index)))
+	/* pairs with atomic_set_release() in redirty_arm() */
+	if (!atomic_read_acquire(&redirty_armed) ||
+	    inode != READ_ONCE(redirty_inode) ||
+	    !folio_contains(folio, READ_ONCE(redirty_index)))
+		return;
+	/*
+	 * The drop releases only clean folios.  Whether the folio is still
+	 * flagged uncached here is what the test is about, so that is not
+	 * checked.
+	 */
+	if (folio_test_dirty(folio))
 		return;
 	head = folio_buffers(folio);
-	if (!head || !buffer_uptodate(head))
+	if (!head || !buffer_mapped(head) || !buffer_uptodate(head))
 		return;
-	if (atomic_cmpxchg(&armed, 1, 0) != 1)
+	if (atomic_cmpxchg(&redirty_armed, 1, 0) != 1)
 		return;
 	mark_buffer_dirty(head);
-	atomic_inc(&fired);
+	atomic_inc(&redirty_fired);
 }
 
-static void disarm(void)
+static void redirty_disarm(void)
 {
-	atomic_set(&armed, 0);
-	/* no probe still looks at armed_inode once this returns */
+	struct file *file = redirty_file;
+
+	atomic_set(&redirty_armed, 0);
+	/* no probe still looks at the armed file once this returns */
 	tracepoint_synchronize_unregister();
-	if (armed_inode)
-		iput(armed_inode);
-	WRITE_ONCE(armed_inode, NULL);
+	WRITE_ONCE(redirty_inode, NULL);
+	redirty_file = NULL;
+	if (file)
+		fput(file);
 }
 
-static int arm(unsigned int fd, pgoff_t index)
+static int redirty_arm(unsigned int fd, pgoff_t index)
 {
-	struct inode *inode;
-	struct file *file;
+	struct file *file = fget(fd);
 
-	file = fget(fd);
 	if (!file)
 		return -EBADF;
-	inode = file_inode(file);
-	if (!S_ISREG(inode->i_mode)) {
+	if (!S_ISREG(file_inode(file)->i_mode)) {
 		fput(file);
 		return -EINVAL;
 	}
-	ihold(inode);
-	fput(file);
-	disarm();
-	WRITE_ONCE(armed_index, index);
-	WRITE_ONCE(armed_inode, inode);
-	atomic_set(&armed, 1);
+	redirty_disarm();
+	redirty_file = file;
+	WRITE_ONCE(redirty_index, index);
+	WRITE_ONCE(redirty_inode, file_inode(file));
+	atomic_set_release(&redirty_armed, 1);
 	return 0;
 }
 
@@ -112,17 +127,19 @@ static ssize_t ctl_write(struct file *file, const char __user *ubuf,
 		return -EFAULT;
 	buf[len] = '\0';
 
-	mutex_lock(&arm_mutex);
+	mutex_lock(&redirty_mutex);
 	if (sscanf(buf, "arm %u %lu", &fd, &index) == 2) {
-		ret = arm(fd, index);
+		ret = redirty_arm(fd, index);
 	} else if (!strcmp(strim(buf), "disarm")) {
-		disarm();
+		redirty_disarm();
 		ret = 0;
 	} else {
 		ret = -EINVAL;
 	}
-	mutex_unlock(&arm_mutex);
-	return ret ? ret : len;
+	mutex_unlock(&redirty_mutex);
+	if (ret)
+		return ret;
+	return len;
 }
 
 static ssize_t ctl_read(struct file *file, char __user *ubuf, size_t len,
@@ -131,15 +148,15 @@ static ssize_t ctl_read(struct file *file, char __user *ubuf, size_t len,
 	char buf[16];
 	int n;
 
-	n = scnprintf(buf, sizeof(buf), "%d\n", atomic_read(&fired));
+	n = scnprintf(buf, sizeof(buf), "%d\n", atomic_read(&redirty_fired));
 	return simple_read_from_buffer(ubuf, len, ppos, buf, n);
 }
 
 static int ctl_release(struct inode *inode, struct file *file)
 {
-	mutex_lock(&arm_mutex);
-	disarm();
-	mutex_unlock(&arm_mutex);
+	mutex_lock(&redirty_mutex);
+	redirty_disarm();
+	mutex_unlock(&redirty_mutex);
 	return 0;
 }
 
@@ -179,9 +196,9 @@ static void __exit uncached_redirty_exit(void)
 {
 	debugfs_remove_recursive(redirty_dir);
 	tracepoint_probe_unregister(release_tp, redirty_on_release, NULL);
-	mutex_lock(&arm_mutex);
-	disarm();
-	mutex_unlock(&arm_mutex);
+	mutex_lock(&redirty_mutex);
+	redirty_disarm();
+	mutex_unlock(&redirty_mutex);
 }
 
 module_init(uncached_redirty_init);
