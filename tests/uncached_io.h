@@ -472,6 +472,21 @@ static inline uint64_t bdi_read_ahead(const char *name)
 }
 
 /*
+ * The name of the bdi of @fd's device ("MAJ:MIN"; a block device's own,
+ * a file's filesystem's) in @name.
+ */
+static inline void fd_bdi_name(int fd, char *name, size_t size)
+{
+	struct stat st;
+	dev_t dev;
+
+	if (fstat(fd, &st))
+		tap_bail("fstat: %s", strerror(errno));
+	dev = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
+	snprintf(name, size, "%u:%u", major(dev), minor(dev));
+}
+
+/*
  * The readahead window of @fd's file in bytes: read_ahead_kb of its bdi,
  * named MAJ:MIN after the block device (the device itself, or the one the
  * filesystem is on). btrfs has a bdi of its own, btrfs-N, and raises its
@@ -481,15 +496,10 @@ static inline uint64_t file_ra_window(int fd)
 {
 	uint64_t window = 0;
 	struct dirent *de;
-	struct stat st;
 	char name[64];
-	dev_t dev;
 	DIR *dir;
 
-	if (fstat(fd, &st))
-		tap_bail("fstat: %s", strerror(errno));
-	dev = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
-	snprintf(name, sizeof(name), "%u:%u", major(dev), minor(dev));
+	fd_bdi_name(fd, name, sizeof(name));
 	window = bdi_read_ahead(name);
 	if (window)
 		return window;

@@ -81,7 +81,6 @@ int main(int argc, char **argv)
 {
 	long long refused, base_kb, end_kb;
 	bool was_refused;
-	struct stat st;
 	char cmd[64];
 	long fired;
 	int fd, err;
@@ -92,9 +91,7 @@ int main(int argc, char **argv)
 	err = uncached_probe(fd);
 	if (err)
 		tap_bail("RWF_UNCACHED refused: %s", strerror(err));
-	if (fstat(fd, &st))
-		tap_bail("fstat: %s", strerror(errno));
-	snprintf(bdi, sizeof(bdi), "%u:%u", major(st.st_dev), minor(st.st_dev));
+	fd_bdi_name(fd, bdi, sizeof(bdi));
 	ctl_fd = open(REDIRTY_CTL, O_RDWR);
 	if (ctl_fd < 0)
 		tap_bail("%s: %s (the test module uncached_redirty is not loaded)",
