@@ -3,7 +3,9 @@
 
 Reads, for each kernel named, OUT/<kernel>/expected (the runs the guest was
 asked for) and OUT/<kernel>/channel.log (what it sent on the results port),
-and writes OUT/results.json, OUT/report.md and OUT/<fs>-<workload>.png.
+and with --rounds N the same of its further boots, OUT/rounds/<kernel>-<r>
+for r = 2..N, and writes OUT/results.json (every record with its round),
+OUT/report.md and OUT/<fs>-<workload>.png (round 1).
 With --side-by-side CHANNEL_LOG it prints make demo's closing summary.
 With --from-json FILE it writes OUT/report.md again from a results.json
 (its guest settings, problems and records, not the options': no channel
@@ -37,6 +39,9 @@ def parse_args():
     ap.add_argument("--raw", default="",
                     help="the targets that are raw block devices, "
                     "'NAME NAME'")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="boots of each kernel: OUT/<kernel> and "
+                    "OUT/rounds/<kernel>-<r> for r = 2..ROUNDS")
     ap.add_argument("--from-json", metavar="FILE",
                     help="write OUT/report.md from FILE, a results.json "
                     "(its guest settings replace --mem, --smp, "
@@ -51,11 +56,12 @@ def parse_args():
 def run_bench(args):
     """Read the kernels' logs; write results.json and the plots."""
     records, problems = [], []
-    for k in args.kernels:
-        recs, probs = load.load_kernel(args.out, k)
-        records += recs
-        problems += probs
-    plots = plot.plot_all(args.out, records)
+    for r in range(1, args.rounds + 1):
+        for k in args.kernels:
+            recs, probs = load.load_kernel(args.out, k, r)
+            records += recs
+            problems += probs
+    plots = plot.plot_all(args.out, compute.split_rounds(records)[0])
     load.write_results(args.out, args, problems, records)
     return records, problems, plots, None
 
@@ -67,6 +73,7 @@ def run_from_json(args):
     args.online_cpus, args.data = guest["online_cpus"], guest["data_set"]
     args.raw = " ".join(guest["raw_block_devices"])
     args.kernels = args.kernels or compute.kernels_of(records)
+    args.rounds = compute.rounds_of(records)
     when = time.localtime(os.path.getmtime(args.from_json))
     return records, problems, plot.existing_plots(args.out, records), when
 

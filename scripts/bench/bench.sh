@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # bench.sh - make bench: the page-cache benchmark of buffered, RWF_UNCACHED
 # and O_DIRECT I/O on the pristine and the patched performance kernels.
-# Builds nothing: it boots each kernel once in a small guest with one big
+# Builds nothing: it boots each kernel in a small guest with one big
 # NVMe disk per filesystem (and two raw ones for the block-device rows),
 # runs the matrix of scripts/data/bench.list there
 # (tests/uncached_bench and, next to it, fio: a static build of the
-# vendored fio 3.42, scripts/host/build-fio.sh) and writes
-#   build/bench/results.json  one record per kernel x fs x workload x mode
+# vendored fio 3.42, scripts/host/build-fio.sh), then boots the kernels
+# again, alternately, BENCH_ROUNDS - 1 times each with only the rows of
+# scripts/data/bench-rounds.list (buffered and O_DIRECT: the patched vs
+# pristine comparison is decided on their medians) and writes
+#   build/bench/results.json  one record per kernel x round x fs x workload x mode
 #   build/bench/report.md     tables, ratios, the performance targets
 #   build/bench/*.png         MB/s and page cache over time
-# Logs per kernel: build/bench/<kernel>/console.log, channel.log.
+# Logs per boot: build/bench/<kernel>/console.log, channel.log (the first
+# round), build/bench/rounds/<kernel>-<round>/ (the others).
 # No timing is judged: it fails only when something could not run, or a
 # guest did not have the CPUs and memory it was given (the report states
 # the online CPUs each guest had).
@@ -20,6 +24,8 @@
 #                                    devices (scripts/data/bench-disks.list)
 #   BENCH_DATA (4 x BENCH_MEM)       data set per target
 #   BENCH_KERNELS ("pristine patched")
+#   BENCH_ROUNDS (3)                 boots of each kernel in all (1: no
+#                                    repeated rows, no noise decision)
 #   BENCH_PRISTINE_KERNEL, BENCH_PATCHED_KERNEL  bzImages (default: the
 #       perf kernels, 'make kernel TREE=pristine|patched FLAVOR=perf')
 #   BENCH_LIST (scripts/data/bench.list)
@@ -33,6 +39,8 @@ BENCH_SMP=${BENCH_SMP:-2}
 BENCH_FS=${BENCH_FS:-ext4 xfs blockdev}
 BENCH_KERNELS=${BENCH_KERNELS:-pristine patched}
 BENCH_LIST=${BENCH_LIST:-$DATA_DIR/bench.list}
+BENCH_ROUNDS=${BENCH_ROUNDS:-3}
+ROUNDS_LIST=$DATA_DIR/bench-rounds.list
 BENCH_DISKS=$DATA_DIR/bench-disks.list
 OUT=$BUILD/bench
 TOOLS_DIR=$OUT/tools-root
@@ -107,6 +115,7 @@ check_settings() {
 	local fs k
 	[[ $BENCH_MEM =~ ^[0-9]+[MG]$ ]] || die "BENCH_MEM takes a size like 512M or 1G, not '$BENCH_MEM'"
 	[[ $BENCH_SMP =~ ^[1-9][0-9]*$ ]] || die "BENCH_SMP takes a number of CPUs, not '$BENCH_SMP'"
+	[[ $BENCH_ROUNDS =~ ^[1-9][0-9]?$ ]] || die "BENCH_ROUNDS takes a number of boots per kernel (1-99), not '$BENCH_ROUNDS'"
 	BENCH_DATA=${BENCH_DATA:-$(($(mib "$BENCH_MEM") * 4))M}
 	[[ $BENCH_DATA =~ ^[0-9]+[MG]$ ]] || die "BENCH_DATA takes a size like 2G, not '$BENCH_DATA'"
 	FILE_MIB=$(($(mib "$BENCH_DATA") / BENCH_SMP))
@@ -119,6 +128,7 @@ check_settings() {
 		need_file "$(kernel_path "$k")" "build the perf kernels first (make kernel TREE=$k FLAVOR=perf)"
 	done
 	need_file "$BENCH_LIST" "the benchmark matrix"
+	need_file "$ROUNDS_LIST" "the rows repeated in every round"
 	check_list
 	need_file "$INITRD" "run 'make initramfs' first"
 }
@@ -136,13 +146,24 @@ check_list() {
 	[ -z "$bad" ] || die "$BENCH_LIST: $bad"
 }
 
-# The rows of the matrix for kernel $1 and target $2.
+# rows_for KERNEL TARGET [ROUND]: the rows of the matrix for KERNEL and
+# TARGET: all of them in round 1, those of ROUNDS_LIST in the others.
 rows_for() {
 	local raw=0
 	raw_target "$2" && raw=1
 	list_entries "$BENCH_LIST" | awk -v k="$1" -v fs="$2" -v raw=$raw '
 		("," $9 ",") ~ ("," k ",") && ($10 == "all" || ($10 == "files" && !raw) ||
-			("," $10 ",") ~ ("," fs ","))'
+			("," $10 ",") ~ ("," fs ","))' | repeated_rows "${3:-1}"
+}
+
+# repeated_rows ROUND: the rows of stdin that run in ROUND (all in round 1).
+repeated_rows() {
+	if [ "$1" = 1 ]; then
+		cat
+		return
+	fi
+	awk 'NR == FNR { want[$1 " " $2 " " $3] = 1; next }
+		want[$1 " " $2 " " $4]' <(list_entries "$ROUNDS_LIST") -
 }
 
 uses_fio() {
@@ -167,11 +188,11 @@ write_disks_list() {
 	return 0
 }
 
-# The guest command for kernel $1; the runs it must report go to $2
-# (fs id tool op mode block threads seconds readahead options,
-# tab-separated).
+# write_guest_cmd KERNEL EXPECTED [ROUND]: the guest command of KERNEL's
+# boot in ROUND (1); the runs it must report go to EXPECTED (fs id tool op
+# mode block threads seconds readahead options, tab-separated).
 write_guest_cmd() {
-	local kernel=$1 expected=$2 fs id tool op mode bs threads secs ra opts
+	local kernel=$1 expected=$2 round=${3:-1} fs id tool op mode bs threads secs ra opts
 	printf 'BENCH_SMP=%s\nBENCH_FILESIZE=%sM\nBENCH_RAW="%s"\n' "$BENCH_SMP" \
 		"$FILE_MIB" "$(raw_targets)"
 	cat "$TOP/initramfs/bench-guest.sh"
@@ -183,18 +204,19 @@ write_guest_cmd() {
 			[ "$threads" = - ] && threads=$BENCH_SMP
 			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$fs" "$id" \
 				"$tool" "$op" "$mode" "$bs" "$threads" "$secs" "$ra" "$opts" >>"$expected"
-		done < <(rows_for "$kernel" "$fs")
+		done < <(rows_for "$kernel" "$fs" "$round")
 	done
 	echo "bench_done"
 }
 
-# Seconds the runs of kernel $1 should take: each run's own, its overhead,
-# fio's --ramp_time, the warm-up read of the --hot file (about 100 MB/s),
-# and the data set (O_DIRECT, about 100 MB/s).
+# estimate KERNEL [ROUND]: seconds the boot of KERNEL in ROUND (1) should
+# take: each run's own, its overhead, fio's --ramp_time, the warm-up read
+# of the --hot file (about 100 MB/s), and the data set (O_DIRECT, about
+# 100 MB/s).
 estimate() {
 	local fs total=$BOOT_OVERHEAD
 	for fs in $BENCH_FS; do
-		total=$((total + $(rows_for "$1" "$fs" | awk -v o=$RUN_OVERHEAD -v hot=$((HOT_MIB / 100)) '
+		total=$((total + $(rows_for "$1" "$fs" "${2:-1}" | awk -v o=$RUN_OVERHEAD -v hot=$((HOT_MIB / 100)) '
 			{s += $7 + o}
 			match($0, /--ramp_time=[0-9]+/) {s += substr($0, RSTART + 12, RLENGTH - 12)}
 			/[[:space:]]--hot[[:space:]]/ {s += hot}
@@ -231,14 +253,25 @@ bench_disks() {
 	done | paste -s -d ' '
 }
 
-# run_kernel KERNEL: boot it and run its matrix; fails unless the guest had
-# the CPUs and memory it was given (the online CPUs go to the report).
+# boot_dir KERNEL ROUND: the directory of that boot's logs.
+boot_dir() {
+	if [ "$2" = 1 ]; then
+		echo "$OUT/$1"
+	else
+		echo "$OUT/rounds/$1-$2"
+	fi
+}
+
+# run_kernel KERNEL [ROUND]: boot it and run its matrix (round 1) or its
+# repeated rows; fails unless the guest had the CPUs and memory it was
+# given (the online CPUs go to the report).
 run_kernel() {
-	local k=$1 dir=$OUT/$1 secs resources
+	local k=$1 round=${2:-1} dir secs resources
+	dir=$(boot_dir "$k" "$round")
 	mkdir -p "$dir"
-	write_guest_cmd "$k" "$dir/expected" >"$dir/guest-cmd.sh"
-	secs=$(estimate "$k")
-	log "$k: booting $(kernel_path "$k") ($BENCH_MEM, $BENCH_SMP CPUs, $BENCH_FS; about $((secs / 60 + 1)) min)"
+	write_guest_cmd "$k" "$dir/expected" "$round" >"$dir/guest-cmd.sh"
+	secs=$(estimate "$k" "$round")
+	log "$k, round $round of $BENCH_ROUNDS: booting $(kernel_path "$k") ($BENCH_MEM, $BENCH_SMP CPUs, $BENCH_FS; about $((secs / 60 + 1)) min)"
 	DISKS_LIST=$OUT/disks.list run_guest "$(kernel_path "$k")" "$dir/run" \
 		--mode cmd --cmd "$(cat "$dir/guest-cmd.sh")" \
 		--fs "$(bench_disks)$(uses_fio && echo ' tools')" \
@@ -249,32 +282,37 @@ run_kernel() {
 	resources=$(check_guest_resources "$dir/run") ||
 		die "$k: $resources (see $dir/console.log)"
 	log "$k: guest: $resources"
-	ONLINE_CPUS+=("$k $(guest_value "$dir/run" uncached-cpus online)")
+	[ "$round" != 1 ] || ONLINE_CPUS+=("$k $(guest_value "$dir/run" uncached-cpus online)")
 }
 
 main() {
 	help_if_asked "$@"
-	local k total=0 start=$SECONDS
+	local k r total=0 start=$SECONDS
 	need_cmd qemu-system-x86_64 gnuplot python3 gcc mkfs.ext4
 	check_settings
 	rm -rf "$OUT"/*.png "$OUT/plot-data" "$OUT/results.json" "$OUT/report.md" \
-		"$OUT/pristine" "$OUT/patched"
+		"$OUT/pristine" "$OUT/patched" "$OUT/rounds"
 	mkdir -p "$OUT"
 	if uses_fio; then
 		make_tools_dir
 	fi
 	write_disks_list >"$OUT/disks.list"
-	for k in $BENCH_KERNELS; do
-		total=$((total + $(estimate "$k")))
+	for r in $(seq 1 "$BENCH_ROUNDS"); do
+		for k in $BENCH_KERNELS; do
+			total=$((total + $(estimate "$k" "$r")))
+		done
 	done
-	log "benchmark of $BENCH_KERNELS on $BENCH_FS, data set $BENCH_DATA per target: about $((total / 60 + 1)) minutes"
-	for k in $BENCH_KERNELS; do
-		run_kernel "$k"
+	log "benchmark of $BENCH_KERNELS on $BENCH_FS, data set $BENCH_DATA per target, $BENCH_ROUNDS round(s): about $((total / 60 + 1)) minutes"
+	for r in $(seq 1 "$BENCH_ROUNDS"); do
+		for k in $BENCH_KERNELS; do
+			run_kernel "$k" "$r"
+		done
 	done
 	# shellcheck disable=SC2086
 	python3 "$BENCH_DIR/bench-report.py" --out "$OUT" --mem "$BENCH_MEM" \
 		--smp "$BENCH_SMP" --online-cpus "$(IFS=,; echo "${ONLINE_CPUS[*]}")" \
-		--data "$BENCH_DATA" --raw "$(raw_targets)" $BENCH_KERNELS ||
+		--data "$BENCH_DATA" --raw "$(raw_targets)" \
+		--rounds "$BENCH_ROUNDS" $BENCH_KERNELS ||
 		die "some runs could not run (see $OUT/report.md)"
 	log "done in $(((SECONDS - start) / 60)) min: $OUT/report.md, $OUT/results.json, $OUT/*.png"
 }

@@ -141,6 +141,19 @@ def direction(r):
     return 1 if r > 1.0 else -1
 
 
+def split_rounds(records):
+    """(the records of the first boot of each kernel, those of the further
+    rounds); a record without a round (an older results.json) is of the
+    first."""
+    first = [r for r in records if r.get("round", 1) == 1]
+    return first, [r for r in records if r.get("round", 1) != 1]
+
+
+def rounds_of(records):
+    """How many rounds the records have."""
+    return max([r.get("round", 1) for r in records] or [1])
+
+
 def kernels_of(records):
     """The kernels of the records, in their order."""
     return list(dict.fromkeys(r["kernel"] for r in records))

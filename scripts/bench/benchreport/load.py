@@ -88,9 +88,17 @@ def parse_fio(text):
             "fio_usr_cpu_pct": job.get("usr_cpu")}
 
 
-def load_kernel(out, kernel):
-    """The records of one kernel's boot."""
-    kdir = os.path.join(out, kernel)
+def boot_dir(out, kernel, round_no=1):
+    """The directory of a boot's logs (bench.sh's boot_dir)."""
+    if round_no == 1:
+        return os.path.join(out, kernel)
+    return os.path.join(out, "rounds", "%s-%d" % (kernel, round_no))
+
+
+def load_kernel(out, kernel, round_no=1):
+    """The records of one kernel's boot in round @round_no."""
+    kdir = boot_dir(out, kernel, round_no)
+    who = kernel if round_no == 1 else "%s (round %d)" % (kernel, round_no)
     nonce = ""
     if os.path.exists(os.path.join(kdir, "nonce")):
         nonce = open(os.path.join(kdir, "nonce")).read().strip()
@@ -101,7 +109,8 @@ def load_kernel(out, kernel):
     with open(os.path.join(kdir, "expected")) as f:
         rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
     for fs, wl, tool, op, mode, bs, threads, secs, ra, opts in rows:
-        rec = {"kernel": kernel, "fs": fs, "workload": wl, "tool": tool,
+        rec = {"kernel": kernel, "round": round_no, "fs": fs,
+               "workload": wl, "tool": tool,
                "op": op, "mode": mode, "block": bs, "threads": int(threads),
                "run_seconds": int(secs),
                "readahead_kb": int(ra) if ra != "-" else None,
@@ -109,17 +118,17 @@ def load_kernel(out, kernel):
         label = label_of(fs, wl, mode, tool)
         fill_record(rec, label, chan)
         if rec["status"] != "ok":
-            problems.append("%s %s: %s" % (kernel, label, rec["status"]))
+            problems.append("%s %s: %s" % (who, label, rec["status"]))
         records.append(rec)
     if chan is None:
-        problems.append("%s: no channel.log (the guest did not run)" % kernel)
+        problems.append("%s: no channel.log (the guest did not run)" % who)
     elif chan.exit is None:
         problems.append("%s: the guest did not finish (see %s/console.log)"
-                        % (kernel, kdir))
+                        % (who, kdir))
     if chan is not None:
         for label, rc in chan.rc.items():
             if label.endswith("/prepare") and rc:
-                problems.append("%s %s: exit status %d" % (kernel, label, rc))
+                problems.append("%s %s: exit status %d" % (who, label, rc))
     return records, problems
 
 

@@ -3,11 +3,13 @@
 header describes the guest and the measures; fs_section puts together a
 target's targets table, ratios, per-workload tables (with the plot of
 each when there is one) and neighbour section; report adds the runs that
-could not run, the uncached-vs-O_DIRECT text and the tools section.
+could not run, the patched-vs-pristine section over the rounds of boots,
+the uncached-vs-O_DIRECT text and the tools section.
 """
 import time
 
-from .compute import targets, workloads
+from .compute import rounds_of, split_rounds, targets, workloads
+from .rounds import rounds_section
 from .tables import (neighbour_section, per_second_table, ratio_rows,
                      summary_table)
 from .targets_table import (copy_targets, cpu_targets, neighbour_targets,
@@ -42,7 +44,7 @@ both sides (uncached: RWF_UNCACHED on the reads and the writes; direct:
 both devices opened with O_DIRECT); its MB/s count the bytes copied."""
 
 
-def fs_section(records, fs, plots, raw):
+def fs_section(records, fs, plots, raw, every_round):
     md = ["## %s" % fs, ""]
     if raw:
         md += [RAW_TEXT % (fs, fs, fs), ""]
@@ -50,7 +52,8 @@ def fs_section(records, fs, plots, raw):
            "", "| what | measured | target | |", "|---|---|---|---|"]
     md += read_targets(records, fs) + write_targets(records, fs)
     md += copy_targets(records, fs) + cpu_targets(records, fs)
-    md += neighbour_targets(records, fs) + other_targets(records, fs)
+    md += neighbour_targets(records, fs)
+    md += other_targets(records, fs, every_round)
     md += ["", "### Ratios of the steady MB/s", ""] + ratio_rows(records, fs)
     for wl in workloads(records, fs):
         md += ["", "### %s: %s" % (fs, wl), ""]
@@ -95,19 +98,25 @@ def header(args, records, when=None):
             "request size (/proc/diskstats): readahead and writeback "
             "batching show there. Writes: MB/s count the write calls only; "
             "the fsync "
-            "at the end is timed separately. One run each: the guest shares "
+            "at the end is timed separately. One run each (the tables show the "
+            "first boot of each kernel; \"Patched vs pristine\" has the "
+            "buffered and O_DIRECT runs of every boot): the guest shares "
             "two host cores with QEMU's own threads, so differences of a few "
             "percent are noise. No timing is judged.", ""]
 
 
-def report(args, records, problems, plots, when=None):
-    """report.md's text; @when: as for header."""
+def report(args, every_round, problems, plots, when=None):
+    """report.md's text from the records of every round; @when: as for
+    header."""
+    records = split_rounds(every_round)[0]
     md = header(args, records, when)
     if problems:
         md += ["**Runs that could not run:**", ""]
         md += ["- " + p for p in problems] + [""]
     for fs in targets(records):
-        md += fs_section(records, fs, plots, fs in args.raw.split())
+        md += fs_section(records, fs, plots, fs in args.raw.split(),
+                         every_round)
+    md += rounds_section(every_round, rounds_of(every_round))
     md += ["## Uncached vs O_DIRECT", "", GAP_TEXT, ""]
     md += tools_section(records)
     return "\n".join(md)

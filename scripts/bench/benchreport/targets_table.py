@@ -8,6 +8,7 @@ kind, from the patched and pristine runs compute.py picks.
 from .compute import (KERNEL_ORDER, compared_runs, cpu_per_gib, cpu_ratio,
                       fmt, fmt_ratio, hot_ratio, main_workloads, pick,
                       planned, ratio)
+from .rounds import MIN_ROUNDS, no_regression_target
 
 
 def target(what, value, goal, met):
@@ -147,14 +148,14 @@ def neighbour_targets(records, fs):
     return out
 
 
-def other_targets(records, fs):
+def other_targets(records, fs, every_round):
+    """@every_round: the records of all rounds (the no-regression rows)."""
     out = []
     for wl in main_workloads(records, fs):
-        pb, _, _, ob = compared_runs(records, fs, wl)
-        r = ratio(pb, ob)
-        out.append(ratio_target("%s: patched buffered / pristine buffered"
-                                % wl, r, "within 3% (>= 0.97x)",
-                                at_least(r, 0.97)))
+        value, met = no_regression_target(every_round, fs, wl)
+        out.append(target("%s: patched buffered / pristine buffered" % wl,
+                          value, "within the noise of O_DIRECT (medians of "
+                          ">= %d alternating boots)" % MIN_ROUNDS, met))
     for wl in main_workloads(records, fs):
         _, pu, pd, _ = compared_runs(records, fs, wl)
         out.append(ratio_target("%s: uncached / O_DIRECT" % wl,

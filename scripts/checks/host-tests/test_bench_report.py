@@ -34,7 +34,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, BENCH)
 
 from benchreport import compute, load, plot, render  # noqa: E402
-from benchreport import targets_table  # noqa: E402
+from benchreport import rounds, targets_table  # noqa: E402
 
 # the date the golden report shows: the fixture's mtime in the test
 MEASURED = "2025-12-06 10:01"
@@ -268,6 +268,79 @@ class TargetsTest(unittest.TestCase):
                          "buffered | 7.00 / 10.00 s/GiB = 0.70x | <= 0.8x | "
                          "met |")
         self.assertTrue(rows[1].endswith("| n/a | <= 0.8x | n/a |"))
+
+
+class RoundsTest(unittest.TestCase):
+    """Patched vs pristine over alternating boots."""
+
+    def boots(self, kernel, mode, values, workload="read"):
+        return [run(kernel=kernel, mode=mode, workload=workload, round=i + 1,
+                    mbps_steady=v) for i, v in enumerate(values)]
+
+    def three_rounds(self, patched_buffered):
+        return (self.boots("pristine", "direct", [400.0, 440.0, 420.0]) +
+                self.boots("patched", "direct", [410.0, 430.0, 420.0]) +
+                self.boots("pristine", "buffered", [200.0, 210.0, 190.0]) +
+                self.boots("patched", "buffered", patched_buffered))
+
+    def test_median_and_spread(self):
+        self.assertEqual(rounds.median([3.0, 1.0, 2.0]), 2.0)
+        self.assertIsNone(rounds.median([]))
+        self.assertEqual(rounds.spread([90.0, 100.0, 110.0]), 0.2)
+        self.assertIsNone(rounds.spread([100.0]))
+
+    def test_runs_in_round_order_without_failures(self):
+        rs = self.boots("patched", "buffered", [1.0, 2.0, 3.0])
+        rs.reverse()
+        rs.append(run(round=4, status="failed (no result)", mbps_steady=9.0))
+        self.assertEqual(rounds.steady_by_round(rs, "ext4", "read", "patched",
+                                                "buffered"), [1.0, 2.0, 3.0])
+
+    def test_noise_is_the_widest_of_o_direct(self):
+        # spreads 40/420 and 20/420; the ratio of medians is 1.0
+        rs = self.three_rounds([200.0, 200.0, 200.0])
+        self.assertAlmostEqual(rounds.noise(rs, "ext4", "read"), 40 / 420.0)
+
+    def test_verdicts(self):
+        # noise 9.5%: 0.91x is within it, 0.90x (180/200) is not
+        r, n, v = rounds.verdict(self.three_rounds([182.0, 181.0, 185.0]),
+                                 "ext4", "read")
+        self.assertEqual((round(r, 2), v), (0.91, "within the noise"))
+        r, n, v = rounds.verdict(self.three_rounds([180.0, 179.0, 185.0]),
+                                 "ext4", "read")
+        self.assertEqual((r, v), (0.9, "slower beyond the noise"))
+
+    def test_no_verdict_with_fewer_boots(self):
+        rs = [r for r in self.three_rounds([200.0] * 3) if r["round"] < 3]
+        self.assertIsNone(rounds.verdict(rs, "ext4", "read")[2])
+        self.assertEqual(rounds.no_regression_target(rs, "ext4", "read"),
+                         ("0.98x (2 boots each: no verdict)", None))
+        rs = [r for r in self.three_rounds([200.0] * 3)
+              if r["mode"] == "buffered"]
+        self.assertEqual(rounds.verdict(rs, "ext4", "read"),
+                         (1.0, None, None))
+
+    def test_target_row(self):
+        rs = self.three_rounds([200.0, 200.0, 200.0])
+        self.assertEqual(rounds.no_regression_target(rs, "ext4", "read"),
+                         ("1.00x (medians of 3 boots each; noise +/- 9.5%)",
+                          True))
+        self.assertEqual(rounds.no_regression_target([], "ext4", "read"),
+                         (None, None))
+
+    def test_section_lists_every_boot(self):
+        md = "\n".join(rounds.rounds_section(
+            self.three_rounds([150.0, 160.0, 170.0]), 3))
+        self.assertIn("| ext4 | read | 0.80x | +/- 9.5% | slower beyond "
+                      "the noise |", md)
+        self.assertIn("| ext4 | read | buffered | 200, 210, 190 | 200.0 | "
+                      "10.0% | 150, 160, 170 | 160.0 | 12.5% | 0.80x |", md)
+
+    def test_split_rounds(self):
+        rs = [run(), run(round=1), run(round=2)]
+        self.assertEqual(compute.split_rounds(rs), (rs[:2], rs[2:]))
+        self.assertEqual(compute.rounds_of(rs), 2)
+        self.assertEqual(compute.rounds_of([]), 1)
 
 
 class LoadTest(unittest.TestCase):
