@@ -54,7 +54,8 @@ def fs_section(records, fs, plots, raw, every_round):
     md += copy_targets(records, fs) + cpu_targets(records, fs)
     md += neighbour_targets(records, fs)
     md += other_targets(records, fs, every_round)
-    md += ["", "### Ratios of the steady MB/s", ""] + ratio_rows(records, fs)
+    md += ["", "### Ratios of the steady MB/s", ""]
+    md += ratio_rows(records, fs, every_round)
     for wl in workloads(records, fs):
         md += ["", "### %s: %s" % (fs, wl), ""]
         md += summary_table(records, fs, wl)

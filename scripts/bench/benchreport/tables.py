@@ -8,6 +8,7 @@ neighbour_section: the hot reader beside a stream (--hot runs).
 from .compute import (KERNEL_ORDER, compared_runs, cpu_per_gib, cpu_ratio,
                       fmt, fmt_ratio, hot_ratio, ratio, sort_key, workloads)
 from .load import MB
+from .rounds import median_ratio, steady_by_round
 
 
 def device_io(r):
@@ -71,16 +72,32 @@ def per_second_table(records, fs, wl):
     return lines
 
 
-def ratio_rows(records, fs):
+def no_regression_cell(records, fs, wl, every_round):
+    """Patched over pristine buffered: the first boots' ratio, and in
+    brackets the ratio of the medians of every boot where @wl was
+    repeated (rounds.py)."""
+    pb, _, _, ob = compared_runs(records, fs, wl)
+    cell = fmt_ratio(ratio(pb, ob))
+    boots = min(len(steady_by_round(every_round, fs, wl, k, "buffered"))
+                for k in ("pristine", "patched"))
+    if boots > 1:
+        cell += " (%s)" % fmt_ratio(median_ratio(every_round, fs, wl,
+                                                 "buffered"))
+    return cell
+
+
+def ratio_rows(records, fs, every_round):
+    """@every_round: the records of all rounds (the no-regression column)."""
     rows = []
     for wl in workloads(records, fs):
         pb, pu, pd, ob = compared_runs(records, fs, wl)
         rows.append("| %s | %s | %s | %s | %s |" % (
             wl, fmt_ratio(ratio(pu, pb)), fmt_ratio(ratio(pu, pd)),
-            fmt_ratio(ratio(pb, ob)), fmt_ratio(cpu_ratio(pu, pb))))
+            no_regression_cell(records, fs, wl, every_round),
+            fmt_ratio(cpu_ratio(pu, pb))))
     return ["| workload | uncached / buffered | uncached / direct | "
-            "patched buffered / pristine buffered | "
-            "kernel CPU s/GiB, uncached / buffered |",
+            "patched buffered / pristine buffered: first boots (medians "
+            "of every boot) | kernel CPU s/GiB, uncached / buffered |",
             "|---|--:|--:|--:|--:|"] + rows
 
 

@@ -34,7 +34,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, BENCH)
 
 from benchreport import compute, load, plot, render  # noqa: E402
-from benchreport import rounds, targets_table  # noqa: E402
+from benchreport import rounds, tables, targets_table  # noqa: E402
 
 # the date the golden report shows: the fixture's mtime in the test
 MEASURED = "2025-12-06 10:01"
@@ -335,6 +335,14 @@ class RoundsTest(unittest.TestCase):
                       "the noise |", md)
         self.assertIn("| ext4 | read | buffered | 200, 210, 190 | 200.0 | "
                       "10.0% | 150, 160, 170 | 160.0 | 12.5% | 0.80x |", md)
+
+    def test_ratio_column_adds_the_medians(self):
+        every = self.three_rounds([150.0, 160.0, 170.0])
+        first = compute.split_rounds(every)[0]
+        self.assertEqual(tables.no_regression_cell(first, "ext4", "read",
+                                                   every), "0.75x (0.80x)")
+        self.assertEqual(tables.no_regression_cell(first, "ext4", "read",
+                                                   first), "0.75x")
 
     def test_split_rounds(self):
         rs = [run(), run(round=1), run(round=2)]
