@@ -124,7 +124,7 @@ demo: source initramfs
 	@scripts/host/build-kernel.sh patched perf
 	@scripts/bench/demo.sh patched perf
 
-## bench: benchmark pristine vs patched perf kernels (90 min: 3 alternating boots of each)
+## bench: benchmark pristine vs patched perf kernels (75 min: 3 alternating boots of each)
 bench: source initramfs
 	@scripts/host/build-kernel.sh pristine perf
 	@scripts/host/build-kernel.sh patched perf
