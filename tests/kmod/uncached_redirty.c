@@ -26,6 +26,10 @@
  * since the module was loaded.  Closing ctl disarms, as does unloading.
  * The armed file is held open until then, so its filesystem cannot be
  * unmounted from under the module (umount fails with EBUSY).
+ *
+ * ext4 may be built in (the test kernels) or a module loaded before this
+ * one (a distribution kernel, make deb-test); the module then holds a
+ * reference on ext4 for as long as its probe is attached.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -44,6 +48,7 @@
 #define RELEASE_TRACEPOINT	"ext4_release_folio"
 
 static struct tracepoint *release_tp;
+static struct module *release_tp_owner;	/* ext4, when it is a module */
 static struct file *redirty_file;	/* held open while armed */
 static struct inode *redirty_inode;	/* its inode, compared by the probe */
 static pgoff_t redirty_index;
@@ -174,19 +179,57 @@ static void find_release_tp(struct tracepoint *tp, void *priv)
 		release_tp = tp;
 }
 
+/*
+ * Called for every module with tracepoints that is loaded when the
+ * notifier is registered (with the tracepoint module list locked).
+ */
+static int find_release_tp_in_module(struct notifier_block *nb,
+				     unsigned long val, void *data)
+{
+	struct module *mod = ((struct tp_module *)data)->mod;
+	struct tracepoint *tp;
+	unsigned int i;
+
+	if (val != MODULE_STATE_COMING || release_tp)
+		return NOTIFY_OK;
+	for (i = 0; i < mod->num_tracepoints; i++) {
+		tp = tracepoint_ptr_deref(&mod->tracepoints_ptrs[i]);
+		if (strcmp(tp->name, RELEASE_TRACEPOINT))
+			continue;
+		if (try_module_get(mod)) {
+			release_tp = tp;
+			release_tp_owner = mod;
+		}
+		break;
+	}
+	return NOTIFY_OK;
+}
+
+static struct notifier_block release_tp_nb = {
+	.notifier_call = find_release_tp_in_module,
+};
+
 static int __init uncached_redirty_init(void)
 {
 	int ret;
 
 	for_each_kernel_tracepoint(find_release_tp, NULL);
 	if (!release_tp) {
-		pr_err("no tracepoint %s (ext4 not built in?)\n",
+		ret = register_tracepoint_module_notifier(&release_tp_nb);
+		if (ret)
+			return ret;
+		unregister_tracepoint_module_notifier(&release_tp_nb);
+	}
+	if (!release_tp) {
+		pr_err("no tracepoint %s (ext4 neither built in nor loaded)\n",
 		       RELEASE_TRACEPOINT);
 		return -ENOENT;
 	}
 	ret = tracepoint_probe_register(release_tp, redirty_on_release, NULL);
-	if (ret)
+	if (ret) {
+		module_put(release_tp_owner);
 		return ret;
+	}
 	redirty_dir = debugfs_create_dir("uncached_redirty", NULL);
 	debugfs_create_file("ctl", 0600, redirty_dir, NULL, &ctl_fops);
 	return 0;
@@ -196,9 +239,12 @@ static void __exit uncached_redirty_exit(void)
 {
 	debugfs_remove_recursive(redirty_dir);
 	tracepoint_probe_unregister(release_tp, redirty_on_release, NULL);
+	/* no CPU may still be in the probe when this module's text goes */
+	tracepoint_synchronize_unregister();
 	mutex_lock(&redirty_mutex);
 	redirty_disarm();
 	mutex_unlock(&redirty_mutex);
+	module_put(release_tp_owner);
 }
 
 module_init(uncached_redirty_init);
