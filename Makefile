@@ -48,7 +48,7 @@ CHECKPATCH := build/src/pristine/scripts/checkpatch.pl
 
 .PHONY: all deps source kernel initramfs qemu-test qemu-test-matrix boot \
 	harness-selftest check-series crash-test stress qemu-baseline demo bench profile \
-	clean distclean help lint soak fstests
+	clean distclean help lint soak fstests deb deb-test
 
 ## all: kernel and initramfs (the default)
 all: kernel initramfs
@@ -143,6 +143,15 @@ check-series: source
 check-distro-config: source
 	@scripts/host/deps.sh --linux-config
 	@scripts/checks/check-distro-config.sh
+
+## deb: Debian packages of the patched kernel with Debian's config (build/deb/; DEB_FLAVOUR=amd64|cloud-amd64; hours, see README)
+deb: source
+	@scripts/host/deps.sh --deb
+	@scripts/host/build-deb.sh
+
+## deb-test: boot the kernel of make deb's package with its modules, run the suite on ext4, XFS, btrfs
+deb-test: initramfs
+	@scripts/runs/deb-test.sh
 
 ## clean: remove results, initramfs, headers and scratch trees
 clean:

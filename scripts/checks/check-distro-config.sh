@@ -3,7 +3,8 @@
 # Debian's own configuration for this kernel, the way a kernel developer
 # applying the series to Debian's tree would, out of tree in
 # build/distro/obj:
-#   - the config: config.amd64_none_amd64 of the linux-config-6.12 package
+#   - the config (scripts/host/distro-config.sh, which make deb uses too):
+#     config.amd64_none_amd64 of the linux-config-6.12 package
 #     at the version of linux-source-6.12 (make check-distro-config
 #     installs it), with only what does not change the code compiled
 #     changed: no debug info (no pahole here; debug info only adds
@@ -32,8 +33,6 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
 
-CONFIG_DIR=/usr/src/linux-config-6.12
-CONFIG_NAME=config.amd64_none_amd64
 DISTRO_DIRS=${DISTRO_DIRS:-fs/ mm/ block/ io_uring/}
 OBJ=$BUILD/distro/obj
 PRISTINE_OBJ=$BUILD/distro/pristine-obj
@@ -44,18 +43,9 @@ JOBS=$(($(nproc) + 1))
 CC=gcc
 command -v ccache >/dev/null && CC="ccache gcc"
 
-# distro_config: write Debian's config, adjusted as above, to OBJ/.config.
+# distro_config SRC: Debian's config, adjusted as above, in OBJ/.config.
 distro_config() {
-	local src=$1
-	need_file "$CONFIG_DIR/$CONFIG_NAME.xz" \
-		"install linux-config-6.12 ('scripts/host/deps.sh --linux-config')"
-	mkdir -p "$OBJ"
-	xz -dc "$CONFIG_DIR/$CONFIG_NAME.xz" >"$OBJ/.config"
-	"$src/scripts/config" --file "$OBJ/.config" \
-		--disable DEBUG_INFO_DWARF_TOOLCHAIN_DEFAULT --enable DEBUG_INFO_NONE \
-		--disable DEBUG_INFO_BTF --disable DEBUG_INFO_BTF_MODULES \
-		--set-str SYSTEM_TRUSTED_KEYS '' --set-str SYSTEM_REVOCATION_KEYS ''
-	make -s -C "$src" O="$OBJ" ARCH=x86_64 olddefconfig
+	DEB_DEBUG=0 "$HOST_DIR/distro-config.sh" "$1" "$OBJ" amd64
 }
 
 # build_distro SRC TARGETS...: make TARGETS, the whole log in OUT/build.log.

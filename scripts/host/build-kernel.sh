@@ -8,16 +8,6 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
 
-# build_status OUT STAMP START: one progress line: the time since START
-# ($SECONDS), the objects built since STAMP, of the total a complete tree
-# had last time (OUT/.objects-total).
-build_status() {
-	local out=$1 stamp=$2 start=$3 n total
-	n=$(find "$out" -name '*.o' -newer "$stamp" 2>/dev/null | wc -l)
-	total=$(cat "$out/.objects-total" 2>/dev/null || true)
-	log "$(duration $((SECONDS - start))): $n objects built${total:+ (a complete tree has $total)}"
-}
-
 # build_test_modules SRC OUT CC: the guest test modules (tests/kmod/) against
 # the tree built in OUT, in their own directory (kernel_test_modules). Only
 # for the patched tree: they use what the series adds.
@@ -40,7 +30,7 @@ build_test_modules() {
 main() {
 	help_if_asked "$@"
 	tree_flavor_args "build-kernel.sh patched|pristine FLAVOR" "$@"
-	local tree=$TREE flavor=$FLAVOR src=$SRC_DIR/$TREE out cc=gcc jobs start ticker
+	local tree=$TREE flavor=$FLAVOR src=$SRC_DIR/$TREE out cc=gcc jobs start
 	local targets=(bzImage)
 	need_cmd make gcc bison flex bc
 	need_file "$src/Makefile" "run 'make source' first"
@@ -52,12 +42,8 @@ main() {
 	command -v ccache >/dev/null && cc="ccache gcc"
 	jobs=$(($(nproc) + 1))
 	log "building $tree-$flavor ${targets[*]} (-j$jobs, CC=$cc)"
-	touch "$out/.build-start"
 	start=$SECONDS
-	every 30 build_status "$out" "$out/.build-start" "$start" &
-	ticker=$!
-	# shellcheck disable=SC2064 # $ticker is known now
-	trap "kill $ticker 2>/dev/null || true" EXIT
+	build_ticker "$out" 30
 	# Fixed build identity so ccache hits survive across runs, and paths
 	# relative to the checkout so they survive across clones (CI builds in
 	# a fresh clone elsewhere).
@@ -65,7 +51,7 @@ main() {
 		KBUILD_BUILD_USER=uncached KBUILD_BUILD_HOST=qemu-test \
 		KBUILD_BUILD_TIMESTAMP='2024-12-03' \
 		make -s -C "$src" O="$out" ARCH=x86_64 CC="$cc" -j"$jobs" "${targets[@]}"
-	kill "$ticker" 2>/dev/null || true
+	kill "$BUILD_TICKER" 2>/dev/null || true
 	find "$out" -name '*.o' | wc -l >"$out/.objects-total"
 	build_test_modules "$src" "$out" "$cc"
 	log "kernel: $(kernel_image "$tree" "$flavor") ($(duration $((SECONDS - start))), $(cat "$out/.objects-total") objects)"

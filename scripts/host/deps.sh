@@ -2,7 +2,8 @@
 # deps.sh - install the host packages the harness needs
 # (scripts/data/packages.list) and the pinned linux-source-6.12
 # (scripts/data/linux-source.version); with --linux-config also Debian's
-# kernel configs (linux-config-6.12, same version); needs root.
+# kernel configs (linux-config-6.12, same version); with --deb those and
+# what make deb needs besides (scripts/data/deb-packages.list); needs root.
 # Idempotent: does nothing when everything is already there. What apt-get
 # and debconf print goes to build/deps-apt.log, shown only when apt-get
 # fails.
@@ -63,9 +64,10 @@ apt_install() {
 		die "apt-get install $* failed (log: $APT_LOG)"
 }
 
+# install_listed_packages LIST: the packages of LIST that are missing.
 install_listed_packages() {
 	local p missing=()
-	for p in $(list_entries "$DATA_DIR/packages.list"); do
+	for p in $(list_entries "$1"); do
 		is_installed "$p" || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
@@ -104,14 +106,15 @@ install_linux_config() {
 
 main() {
 	help_if_asked "$@"
-	[ $# -eq 0 ] || [ "$1" = --linux-config ] ||
-		die "usage: deps.sh [--linux-config]"
+	[ $# -eq 0 ] || [[ $# = 1 && $1 =~ ^--(linux-config|deb)$ ]] ||
+		die "usage: deps.sh [--linux-config | --deb]"
 	[ "$(id -u)" = 0 ] || die "installing packages needs root (apt-get); run as root or install scripts/data/packages.list by hand"
 	need_cmd apt-get dpkg-query apt-cache
 	rm -f "$APT_LOG"
-	install_listed_packages
+	install_listed_packages "$DATA_DIR/packages.list"
 	install_linux_source
 	[ $# -eq 0 ] || install_linux_config
+	[ "${1:-}" != --deb ] || install_listed_packages "$DATA_DIR/deb-packages.list"
 	log "all host packages present (linux-source-6.12 $(installed_version linux-source-6.12))"
 }
 

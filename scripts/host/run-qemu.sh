@@ -11,7 +11,8 @@
 #                also in the guest's run.conf: /init checks it has them and
 #                reports what it has (check_guest_resources in lib.sh)
 # The guest test modules built against the kernel (build-kernel.sh, from
-# tests/kmod/) go into the busybox guest's /lib/modules/uncached/.
+# tests/kmod/) go into the busybox guest's /lib/modules/uncached/; the
+# modules of a packaged kernel (make deb-test) into /lib/modules/package/.
 # It reaches no verdict itself: see verdict.sh.
 #
 # Options: --kernel BZIMAGE --initrd CPIO --results DIR (required)
@@ -190,12 +191,34 @@ test_modules_list() {
 	local dir ko
 	dir=$(kernel_test_modules "$KERNEL")
 	[ "$ROOTFS" = busybox ] && [ -d "$dir" ] || return 0
-	echo "dir /lib 755 0 0"
-	echo "dir /lib/modules 755 0 0"
 	echo "dir /lib/modules/uncached 755 0 0"
 	for ko in "$dir"/*.ko; do
 		[ ! -f "$ko" ] || echo "file /lib/modules/uncached/${ko##*/} $ko 644 0 0"
 	done
+}
+
+# package_modules_list: gen_init_cpio lines for the modules of a packaged
+# kernel that make deb-test put next to KERNEL (deb-test.sh: the directory
+# package-modules/ with load.list, their load order), under
+# /lib/modules/package/ (the busybox /init loads them first).
+package_modules_list() {
+	local dir ko
+	dir=$(kernel_package_modules "$KERNEL")
+	[ "$ROOTFS" = busybox ] && [ -f "$dir/load.list" ] || return 0
+	echo "dir /lib/modules/package 755 0 0"
+	echo "file /etc/uncached/package-modules.list $dir/load.list 644 0 0"
+	while read -r ko; do
+		echo "file /lib/modules/package/$ko $dir/$ko 644 0 0"
+	done <"$dir/load.list"
+}
+
+# modules_list: gen_init_cpio lines for both kinds of modules, after the
+# directories they go in.
+modules_list() {
+	local lines
+	lines=$(test_modules_list; package_modules_list)
+	[ -n "$lines" ] || return 0
+	printf 'dir /lib 755 0 0\ndir /lib/modules 755 0 0\n%s\n' "$lines"
 }
 
 # The per-run part of the initramfs: run.conf (and the command), appended to
@@ -232,7 +255,7 @@ make_run_initrd() {
 		[ -z "$TESTS_LIST" ] || echo "file /etc/uncached/tests.list $TESTS_LIST 644 0 0"
 		[ -z "$DEVICE_TESTS_LIST" ] ||
 			echo "file /etc/uncached/blockdev.list $DEVICE_TESTS_LIST 644 0 0"
-		test_modules_list
+		modules_list
 	} >"$dir/list"
 	"$BUILD/initramfs/gen_init_cpio" "$dir/list" >"$dir/run.cpio"
 	cat "$INITRD" "$dir/run.cpio" >"$RESULTS_DIR/initrd.cpio"

@@ -114,6 +114,26 @@ every() {
 	done
 }
 
+# build_status OUT STAMP START: one progress line: the time since START
+# ($SECONDS), the objects built since STAMP, of the total a complete tree
+# had last time (OUT/.objects-total).
+build_status() {
+	local out=$1 stamp=$2 start=$3 n total
+	n=$(find "$out" -name '*.o' -newer "$stamp" 2>/dev/null | wc -l)
+	total=$(cat "$out/.objects-total" 2>/dev/null || true)
+	log "$(duration $((SECONDS - start))): $n objects built${total:+ (a complete tree has $total)}"
+}
+
+# build_ticker OUT SECS: from now on, a build_status line for OUT every
+# SECS seconds, until 'kill "$BUILD_TICKER"' or the script's exit.
+build_ticker() {
+	touch "$1/.build-start"
+	every "$2" build_status "$1" "$1/.build-start" "$SECONDS" &
+	BUILD_TICKER=$!
+	# shellcheck disable=SC2064 # the ticker's pid is known now
+	trap "kill $BUILD_TICKER 2>/dev/null || true" EXIT
+}
+
 # qemu_disk_args IMG NAME - the QEMU arguments that attach the image IMG as
 # an NVMe disk with serial NAME (the guest mounts it on /mnt/NAME).
 qemu_disk_args() {
@@ -295,6 +315,12 @@ kernel_image() {
 # (tests/kmod/) built against the kernel of BZIMAGE (build-kernel.sh).
 kernel_test_modules() {
 	echo "${1%/arch/x86/boot/bzImage}/tests-kmod"
+}
+
+# kernel_package_modules BZIMAGE: the directory of the modules of a
+# packaged kernel (make deb-test) that the busybox guest loads at boot.
+kernel_package_modules() {
+	echo "${1%/arch/x86/boot/bzImage}/package-modules"
 }
 
 # built_kernel TREE FLAVOR: kernel_image, failing when it is not built.
