@@ -92,9 +92,9 @@ package_modules() {
 		ko=${path##*/}
 		ko=${ko%.xz} ko=${ko%.zst} ko=${ko%.gz}
 		case $path in
-		*.xz) xz -dc "$MODDIR/$path" >"$dir/$ko" ;;
-		*.zst) zstd -q -dc "$MODDIR/$path" >"$dir/$ko" ;;
-		*.gz) gzip -dc "$MODDIR/$path" >"$dir/$ko" ;;
+		*.xz) need_cmd xz; xz -dc "$MODDIR/$path" >"$dir/$ko" ;;
+		*.zst) need_cmd zstd; zstd -q -dc "$MODDIR/$path" >"$dir/$ko" ;;
+		*.gz) need_cmd gzip; gzip -dc "$MODDIR/$path" >"$dir/$ko" ;;
 		*) cp "$MODDIR/$path" "$dir/$ko" ;;
 		esac
 		echo "$ko" >>"$dir/load.list"
@@ -134,7 +134,7 @@ main() {
 	help_if_asked "$@"
 	[ $# = 0 ] || die "usage: deb-test.sh"
 	local rel dir=$RESULTS/deb-test rc=0
-	need_cmd dpkg-deb depmod xz zstd gzip make gcc qemu-system-x86_64
+	need_cmd dpkg-deb depmod make gcc qemu-system-x86_64
 	need_file "$INITRD" "run 'make initramfs' first"
 	rel=$(release)
 	unpack "$rel"
