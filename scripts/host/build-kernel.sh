@@ -20,9 +20,7 @@ build_test_modules() {
 		log "no guest test modules for this tree: they use the series"
 		return 0
 	fi
-	mkdir -p "$dir"
-	cp "$TOP"/tests/kmod/Kbuild "$TOP"/tests/kmod/*.c "$dir/"
-	make -s -C "$src" O="$out" ARCH=x86_64 CC="$cc" M="$dir" modules ||
+	make_test_modules "$dir" -C "$src" O="$out" ARCH=x86_64 CC="$cc" ||
 		die "cannot build the guest test modules (tests/kmod/)"
 	log "guest test modules: $(cd "$dir" && echo *.ko)"
 }

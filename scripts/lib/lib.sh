@@ -317,6 +317,17 @@ kernel_test_modules() {
 	echo "${1%/arch/x86/boot/bzImage}/tests-kmod"
 }
 
+# make_test_modules DIR MAKE_ARGS...: the guest test modules (tests/kmod/)
+# copied into DIR and built there: make -s MAKE_ARGS... M=DIR modules
+# (MAKE_ARGS: -C the kernel tree or headers to build against, its options).
+make_test_modules() {
+	local dir=$1
+	shift
+	mkdir -p "$dir"
+	cp "$TOP"/tests/kmod/Kbuild "$TOP"/tests/kmod/*.c "$dir/"
+	make -s "$@" M="$dir" modules
+}
+
 # kernel_package_modules BZIMAGE: the directory of the modules of a
 # packaged kernel (make deb-test) that the busybox guest loads at boot.
 kernel_package_modules() {

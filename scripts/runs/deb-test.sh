@@ -105,13 +105,11 @@ package_modules() {
 # test_modules REL: tests/kmod/ built against linux-headers-REL, where
 # run-qemu.sh takes them (kernel_test_modules).
 test_modules() {
-	local rel=$1 headers=$ROOT/usr/src/linux-headers-$1 dir
+	local rel=$1 headers=$ROOT/usr/src/linux-headers-$1 dir log=$KDIR/tests-kmod.log
 	dir=$(kernel_test_modules "$KDIR/arch/x86/boot/bzImage")
 	need_file "$headers/Makefile" "linux-headers-$rel has no /usr/src/linux-headers-$rel"
-	mkdir -p "$dir"
-	cp "$TOP"/tests/kmod/Kbuild "$TOP"/tests/kmod/*.c "$dir/"
-	make -s -C "$headers" M="$dir" modules >"$dir/build.log" 2>&1 ||
-		die "the guest test modules do not build against linux-headers-$rel (log: $dir/build.log)"
+	make_test_modules "$dir" -C "$headers" >"$log" 2>&1 ||
+		die "the guest test modules do not build against linux-headers-$rel (log: $log)"
 	log "guest test modules built against linux-headers-$rel: $(cd "$dir" && echo *.ko)"
 }
 

@@ -65,13 +65,18 @@ def noise(records, fs, wl):
     return max(band + [abs(1.0 - r)])
 
 
+def buffered_boots(records, fs, wl):
+    """The boots of each kernel that have a buffered run of @fs/@wl: the
+    fewer of the two kernels'."""
+    return min(len(steady_by_round(records, fs, wl, k, "buffered"))
+               for k in ("pristine", "patched"))
+
+
 def verdict(records, fs, wl):
     """(ratio of the buffered medians, noise band, verdict or None)."""
     r = median_ratio(records, fs, wl, "buffered")
     n = noise(records, fs, wl)
-    buffered = [len(steady_by_round(records, fs, wl, k, "buffered"))
-                for k in ("pristine", "patched")]
-    if r is None or n is None or min(buffered) < MIN_ROUNDS:
+    if r is None or n is None or buffered_boots(records, fs, wl) < MIN_ROUNDS:
         return r, n, None
     if r < 1.0 - n:
         return r, n, "slower beyond the noise"
@@ -139,8 +144,7 @@ def no_regression_target(records, fs, wl):
     r, n, v = verdict(records, fs, wl)
     if r is None:
         return None, None
-    nboots = min(len(steady_by_round(records, fs, wl, k, "buffered"))
-                 for k in ("pristine", "patched"))
+    nboots = buffered_boots(records, fs, wl)
     if v is None:
         return "%s (%d boot%s each: no verdict)" % (
             fmt_ratio(r), nboots, "" if nboots == 1 else "s"), None

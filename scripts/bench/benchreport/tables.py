@@ -8,7 +8,7 @@ neighbour_section: the hot reader beside a stream (--hot runs).
 from .compute import (KERNEL_ORDER, compared_runs, cpu_per_gib, cpu_ratio,
                       fmt, fmt_ratio, hot_ratio, ratio, sort_key, workloads)
 from .load import MB
-from .rounds import median_ratio, steady_by_round
+from .rounds import buffered_boots, median_ratio
 
 
 def device_io(r):
@@ -78,9 +78,7 @@ def no_regression_cell(records, fs, wl, every_round):
     repeated (rounds.py)."""
     pb, _, _, ob = compared_runs(records, fs, wl)
     cell = fmt_ratio(ratio(pb, ob))
-    boots = min(len(steady_by_round(every_round, fs, wl, k, "buffered"))
-                for k in ("pristine", "patched"))
-    if boots > 1:
+    if buffered_boots(every_round, fs, wl) > 1:
         cell += " (%s)" % fmt_ratio(median_ratio(every_round, fs, wl,
                                                  "buffered"))
     return cell
