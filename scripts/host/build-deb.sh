@@ -95,6 +95,18 @@ has_path() {
 	grep -qE "$3" "$2" || die "${1##*/} has no path matching '$3'"
 }
 
+# has_module DEB LIST REL PATH: DEB ships module PATH (fs/ext4/ext4), or has
+# it built in (its modules.builtin; cloud-amd64 builds ext4 and NVMe in).
+has_module() {
+	local ko="kernel/$4.ko" builtin
+	grep -qE "^\./(usr/)?lib/modules/$3/$ko(\.xz|\.zst|\.gz)?\$" "$2" && return 0
+	builtin=$(dpkg-deb --fsys-tarfile "$1" |
+		tar -xO --wildcards "./*lib/modules/$3/modules.builtin") ||
+		die "${1##*/} has no module $4 and no modules.builtin"
+	grep -qxF "$ko" <<<"$builtin" ||
+		die "${1##*/} has $4 neither as a module nor built in"
+}
+
 # check_packages REL: the packages are what make deb promises.
 check_packages() {
 	local rel=$1 image headers m ilist hlist
@@ -111,7 +123,7 @@ check_packages() {
 	has_path "$image" "$ilist" "^\./boot/vmlinuz-$rel\$"
 	has_path "$image" "$ilist" "^\./boot/config-$rel\$"
 	for m in fs/ext4/ext4 fs/xfs/xfs fs/btrfs/btrfs drivers/nvme/host/nvme; do
-		has_path "$image" "$ilist" "^\./(usr/)?lib/modules/$rel/kernel/$m\.ko(\.xz|\.zst|\.gz)?\$"
+		has_module "$image" "$ilist" "$rel" "$m"
 	done
 	has_path "$headers" "$hlist" "^\./usr/src/linux-headers-$rel/Module\.symvers\$"
 	has_path "$headers" "$hlist" "^\./(usr/)?lib/modules/$rel/build\$"

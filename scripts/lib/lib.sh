@@ -328,6 +328,12 @@ make_test_modules() {
 	make -s "$@" M="$dir" modules
 }
 
+# kernel_config BZIMAGE: the .config of the kernel of BZIMAGE (its build
+# tree; make deb-test puts the package's there).
+kernel_config() {
+	echo "${1%/arch/x86/boot/bzImage}/.config"
+}
+
 # kernel_package_modules BZIMAGE: the directory of the modules of a
 # packaged kernel (make deb-test) that the busybox guest loads at boot.
 kernel_package_modules() {

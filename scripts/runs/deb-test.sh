@@ -3,7 +3,8 @@
 # built (build/deb/, build-deb.sh) as a machine that installed them would
 # start it, and run the behavioural suite on ext4, XFS and btrfs:
 #   - the kernel: /boot/vmlinuz-REL of linux-image-REL, unpacked with
-#     dpkg-deb into build/deb/root (with linux-headers-REL);
+#     dpkg-deb into build/deb/root (with linux-headers-REL); its
+#     /boot/config-REL decides the command line (run-qemu.sh);
 #   - its modules: those of scripts/data/deb-modules.list (virtio, NVMe,
 #     ext4, XFS, btrfs, ...) and what the package's modules.dep (depmod
 #     -b on the unpacked tree) says they need, from the package's
@@ -47,6 +48,8 @@ unpack() {
 	done
 	need_file "$ROOT/boot/vmlinuz-$rel" "linux-image-$rel has no /boot/vmlinuz-$rel"
 	cp "$ROOT/boot/vmlinuz-$rel" "$KDIR/arch/x86/boot/bzImage"
+	need_file "$ROOT/boot/config-$rel" "linux-image-$rel has no /boot/config-$rel"
+	cp "$ROOT/boot/config-$rel" "$KDIR/.config"	# run-qemu.sh reads it
 	MODDIR=$ROOT/lib/modules/$rel
 	[ -d "$MODDIR" ] || MODDIR=$ROOT/usr/lib/modules/$rel
 	need_file "$MODDIR/modules.order" "linux-image-$rel has no modules"
