@@ -7,7 +7,12 @@
  *
  * - POSIX_FADV_SEQUENTIAL (fio's default) doubles the file's window: the
  *   device's read requests of an uncached sequential stream are on average
- *   at least 90% the size of a buffered stream's (/sys/dev/block/.../stat);
+ *   at least 2/3 the size of a buffered stream's (/sys/dev/block/.../stat).
+ *   A window capped at max(128 KiB, request), which this guards against,
+ *   reads at most 128 KiB ahead of 64 KiB calls: about a quarter of the
+ *   buffered stream's requests (about 500 KiB here).  The margin is for
+ *   how requests merge, which varies with timing: a one-CPU guest of
+ *   Debian's kernel measured 442 KiB against 496 on btrfs (89%);
  * - a stream that stops leaves at most 2 x its window cached while its file
  *   is open (uncached_ra_leftover_bound(), the window doubled by the
  *   advice), and nothing once the file is released;
@@ -119,8 +124,8 @@ static void request_sizes(const char *path, int check_fd)
 
 	ok = stream_mean_request(path, check_fd, 0, &buffered);
 	ok = stream_mean_request(path, check_fd, RWF_UNCACHED, &uncached) && ok;
-	tap_result(ok && buffered && uncached * 10 >= buffered * 9,
-		   "POSIX_FADV_SEQUENTIAL: uncached reads' mean device request %llu KiB, buffered %llu KiB (want at least 90%%), data right",
+	tap_result(ok && buffered && uncached * 3 >= buffered * 2,
+		   "POSIX_FADV_SEQUENTIAL: uncached reads' mean device request %llu KiB, buffered %llu KiB (want at least 2/3), data right",
 		   uncached >> 10, buffered >> 10);
 }
 
