@@ -24,11 +24,17 @@
  *                  the drop on the CPU the caller runs on (pin it), while
  *                  this module keeps it locked
  *   lock FD INDEX  only lock the folio at INDEX of the regular file open
- *                  on FD (dirty or not): whoever writes it back waits
+ *                  on FD (dirty or not): whoever writes it back waits.
+ *                  The lookup adopts a folio flagged uncached, as any
+ *                  cached user's does
+ *   lock-uncached FD INDEX  the same, but looked up as uncached IO looks
+ *                  folios up (FGP_UNCACHED): a flagged folio keeps its
+ *                  flag, so the drop of an uncached read finds it locked
  *   unlock FD INDEX  unlock and put that folio (held or locked above)
  *   release        unlock and put every folio held
  *
- * Reading ctl gives the number of folios held.  Closing ctl releases
+ * Reading ctl gives the number of folios held, then a line per folio held:
+ * the index of its first page and its number of pages.  Closing ctl releases
  * them, so a test that dies leaves no folio locked (an unmount would wait
  * for it forever); so does unloading the module.  The folio's data is
  * clean, so skipping the I/O loses nothing.
@@ -42,6 +48,7 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/pagemap.h>
+#include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/writeback.h>
 
@@ -82,8 +89,12 @@ static bool flag_clean_folio(struct folio *folio)
 	return clean;
 }
 
-/* The folio at @index of the regular file open on @fd, locked, or an error. */
-static struct folio *lock_file_folio(unsigned int fd, pgoff_t index)
+/*
+ * The folio at @index of the regular file open on @fd, looked up with
+ * @fgp_flags and locked, or an error.
+ */
+static struct folio *lock_file_folio(unsigned int fd, pgoff_t index,
+				     fgf_t fgp_flags)
 {
 	struct folio *folio = ERR_PTR(-EINVAL);
 	struct file *file;
@@ -94,7 +105,8 @@ static struct folio *lock_file_folio(unsigned int fd, pgoff_t index)
 	if (!file)
 		return ERR_PTR(-EBADF);
 	if (S_ISREG(file_inode(file)->i_mode))
-		folio = filemap_get_folio(file->f_mapping, index);
+		folio = __filemap_get_folio(file->f_mapping, index, fgp_flags,
+					    0);
 	fput(file);
 	if (IS_ERR(folio))
 		return folio;
@@ -114,7 +126,7 @@ static void unlock_put(struct folio *folio)
 
 static int hold_folio(unsigned int fd, pgoff_t index)
 {
-	struct folio *folio = lock_file_folio(fd, index);
+	struct folio *folio = lock_file_folio(fd, index, 0);
 
 	if (IS_ERR(folio))
 		return PTR_ERR(folio);
@@ -135,9 +147,9 @@ invalid:
 	return -EINVAL;
 }
 
-static int lock_only(unsigned int fd, pgoff_t index)
+static int lock_only(unsigned int fd, pgoff_t index, fgf_t fgp_flags)
 {
-	struct folio *folio = lock_file_folio(fd, index);
+	struct folio *folio = lock_file_folio(fd, index, fgp_flags);
 
 	if (IS_ERR(folio))
 		return PTR_ERR(folio);
@@ -188,7 +200,9 @@ static ssize_t ctl_write(struct file *file, const char __user *ubuf,
 	if (sscanf(buf, "hold %u %lu", &fd, &index) == 2) {
 		ret = hold_folio(fd, index);
 	} else if (sscanf(buf, "lock %u %lu", &fd, &index) == 2) {
-		ret = lock_only(fd, index);
+		ret = lock_only(fd, index, 0);
+	} else if (sscanf(buf, "lock-uncached %u %lu", &fd, &index) == 2) {
+		ret = lock_only(fd, index, FGP_UNCACHED);
 	} else if (sscanf(buf, "unlock %u %lu", &fd, &index) == 2) {
 		ret = unlock_one(fd, index);
 	} else if (!strcmp(strim(buf), "release")) {
@@ -201,16 +215,28 @@ static ssize_t ctl_write(struct file *file, const char __user *ubuf,
 	return ret ? ret : len;
 }
 
+#define CTL_LINE_MAX	48	/* "%lu %lu\n" of two unsigned longs */
+
 static ssize_t ctl_read(struct file *file, char __user *ubuf, size_t len,
 			loff_t *ppos)
 {
-	char buf[16];
+	size_t size = (HOLD_MAX + 1) * CTL_LINE_MAX;
+	char *buf = kmalloc(size, GFP_KERNEL);
+	unsigned int i;
+	ssize_t ret;
 	int n;
 
+	if (!buf)
+		return -ENOMEM;
 	mutex_lock(&held_mutex);
-	n = scnprintf(buf, sizeof(buf), "%u\n", nr_held);
+	n = scnprintf(buf, size, "%u\n", nr_held);
+	for (i = 0; i < nr_held; i++)
+		n += scnprintf(buf + n, size - n, "%lu %lu\n", held[i]->index,
+			       folio_nr_pages(held[i]));
 	mutex_unlock(&held_mutex);
-	return simple_read_from_buffer(ubuf, len, ppos, buf, n);
+	ret = simple_read_from_buffer(ubuf, len, ppos, buf, n);
+	kfree(buf);
+	return ret;
 }
 
 static int ctl_release(struct inode *inode, struct file *file)
