@@ -50,7 +50,6 @@ static int ctl(const char *cmd, int fd, uint64_t index)
 	char buf[64];
 	int len = snprintf(buf, sizeof(buf), "%s %d %llu", cmd, fd,
 			   (unsigned long long)index);
-
 	ssize_t ret = write(ctl_fd, buf, len);
 
 	if (ret < 0)
@@ -103,33 +102,23 @@ static void remove_file(int fd, const char *name)
 }
 
 /*
- * The folio the module holds last (ctl reads: the count, then "INDEX
+ * The one folio the module holds (ctl reads: the count, then "INDEX
  * PAGES" per folio held).
  */
-static struct kept_folio last_held(void)
+static struct kept_folio held_folio(void)
 {
-	struct kept_folio kept = { 0, 0 };
-	unsigned long long first, nr;
-	char buf[4096], *line;
+	unsigned long long count, first, nr;
+	char buf[128];
 	ssize_t n = pread(ctl_fd, buf, sizeof(buf) - 1, 0);
 
 	if (n <= 0)
 		tap_bail("read %s: %s", HOLD_CTL,
 			 n < 0 ? strerror(errno) : "empty");
 	buf[n] = '\0';
-	if (strtol(buf, NULL, 10) != 1)
-		tap_bail("%s: %.20s folios held, want 1", HOLD_CTL, buf);
-	for (line = strchr(buf, '\n'); line && line[1];
-	     line = strchr(line, '\n')) {
-		line++;
-		if (sscanf(line, "%llu %llu", &first, &nr) != 2)
-			tap_bail("%s: cannot parse '%.40s'", HOLD_CTL, line);
-		kept.first = first;
-		kept.nr = nr;
-	}
-	if (!kept.nr)
-		tap_bail("%s: the module lists no folio held", HOLD_CTL);
-	return kept;
+	if (sscanf(buf, "%llu %llu %llu", &count, &first, &nr) != 3 ||
+	    count != 1 || !nr)
+		tap_bail("%s: '%.40s', want one folio held", HOLD_CTL, buf);
+	return (struct kept_folio){ .first = first, .nr = nr };
 }
 
 /*
@@ -168,9 +157,9 @@ static int file_with_readahead(const char *name, unsigned int seed,
 	for (pg = RANGE_OFF / PAGE_SZ; pg < end; pg++) {
 		lock_flagged(fd, pg);
 		if (pg == MARK_INDEX)
-			mark = last_held();
+			mark = held_folio();
 		if (pg == KEPT_INDEX)
-			*kept = last_held();
+			*kept = held_folio();
 		unlock_flagged(fd, pg);
 	}
 	if (kept->first <= mark.first + mark.nr ||
