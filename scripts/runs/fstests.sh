@@ -195,9 +195,21 @@ check_log_list() {
 	sed -n "s/^$2: //p" "$1/share/results/check.log" 2>/dev/null | tail -n 1 | tr ' ' '\n'
 }
 
+# progress_state RESULT: the status of a progress line's result word.
+progress_state() {
+	case $1 in
+	ok) echo passed ;;
+	FAILED) echo failed ;;
+	*) echo "$1" ;;
+	esac
+}
+
 # write_status FS OUT: OUT/FS.status, "TEST STATUS SECONDS" for each test
 # of the list (STATUS: passed, failed, notrun, excluded, missing: the run
 # ended before it did), from check.log, check.time and the progress lines.
+# check writes check.log only when it ends: for a guest that was stopped,
+# timed out or hung, the tests it finished have their progress line's
+# status (check's own output, test by test) and the rest stay missing.
 write_status() {
 	local fs=$1 out=$2 dir=$2/$1 test status secs
 	local -A state=() took=() left_out=()
@@ -205,7 +217,10 @@ write_status() {
 	while read -r test; do state[$test]=passed; done < <(check_log_list "$dir" Ran)
 	while read -r test; do state[$test]=notrun; done < <(check_log_list "$dir" 'Not run')
 	while read -r test; do state[$test]=failed; done < <(check_log_list "$dir" Failures)
-	while read -r test _ secs; do took[$test]=$secs; done <"$out/$fs.progress"
+	while read -r test status secs; do
+		took[$test]=$secs
+		[ -n "${state[$test]:-}" ] || state[$test]=$(progress_state "$status")
+	done <"$out/$fs.progress"
 	while read -r test secs; do took[$test]=$secs; done \
 		< <(cat "$dir/share/results/check.time" 2>/dev/null || true)
 	while read -r test; do
@@ -286,6 +301,12 @@ report() {
 		echo "$line"
 	done
 	echo
+	for fs in $(fs_to_run); do
+		[ ! -s "$out/$fs/share/results/check.log" ] || continue
+		echo "$fs: fstests wrote no check.log (the guest stopped before check"
+		echo "ended): its statuses are those of the progress lines ($fs.progress)."
+		echo
+	done
 	echo "Per test (status, seconds):"
 	echo
 	echo "| test | $(fs_to_run | paste -s -d '|' | sed 's/|/ | /g') |"
