@@ -8,8 +8,9 @@
 # report.md, and the helpers' branches), scripts/lib/verdict.sh (a run
 # directory that passes, and each way a run fails: no done signal, a
 # panic, a timeout, fewer CPUs or less memory, a failed case, a short or
-# missing TAP file, a kernel splat) and scripts/lib/make-help.awk. -v lists
-# every test.
+# missing TAP file, a kernel splat), scripts/runs/fstests.sh's statuses
+# (check.log, or the progress lines of a guest that stopped) and
+# scripts/lib/make-help.awk. -v lists every test.
 # Exits non-zero when a test fails, showing unittest's report, or when
 # python3 is missing.
 set -euo pipefail

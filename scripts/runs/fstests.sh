@@ -24,7 +24,7 @@
 # filesystem; default: three times its estimate and half an hour),
 # QEMU_MEM (1G), QEMU_SMP (2).
 set -euo pipefail
-. "$(dirname "$0")/../lib/verdict.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/verdict.sh"
 
 FSTESTS_DISKS=$DATA_DIR/fstests-disks.list
 FSTESTS_LIST=$TOP/tests/fstests.list
@@ -400,4 +400,5 @@ first_test_secs() {
 			END { if (!found) print 0 }'
 }
 
-main "$@"
+# sourced (by the host tests), it only defines its functions
+[ "${BASH_SOURCE[0]}" != "$0" ] || main "$@"
