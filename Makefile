@@ -85,7 +85,7 @@ $(CHECKPATCH):
 qemu-test: lint kernel initramfs
 	@scripts/runs/qemu-test.sh --tests '$(TESTS)' --fs '$(FS)' $(KARGS)
 
-## qemu-test-matrix: qemu-test plus every mount/mkfs configuration (31 min)
+## qemu-test-matrix: qemu-test plus every mount/mkfs configuration (over 30 min)
 qemu-test-matrix: lint kernel initramfs
 	@scripts/runs/qemu-test.sh --matrix --tests '$(TESTS)' --fs '$(FS)' $(KARGS)
 
@@ -105,7 +105,7 @@ harness-selftest: kernel initramfs
 crash-test: kernel initramfs
 	@scripts/runs/crash-test.sh $(KARGS)
 
-## stress: long randomized checker run + crash-test (about 20 min)
+## stress: long randomized checker run + crash-test (about 11 min)
 stress: kernel initramfs
 	@scripts/runs/stress.sh $(KARGS)
 
