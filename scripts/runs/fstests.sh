@@ -146,12 +146,22 @@ test_result() {
 	esac
 }
 
+# result_status RESULT: test_result's RESULT in FS.status's words.
+result_status() {
+	case $1 in
+	ok) echo passed ;;
+	'not run'*) echo notrun ;;
+	excluded) echo excluded ;;
+	*) echo failed ;;
+	esac
+}
+
 # fstests_progress FS TOTAL DONE OUT: read check's output (the guest's
 # results port) on stdin; a line per finished test of OUT/FS.tests,
 # numbered from DONE + 1 of TOTAL, with its time (check's, else since the
-# previous line); "TEST RESULT SECONDS" to OUT/FS.progress.
+# previous line); "TEST STATUS SECONDS" (result_status) to OUT/FS.progress.
 fstests_progress() {
-	local fs=$1 total=$2 n=$3 line test rest result status secs last=$SECONDS
+	local fs=$1 total=$2 n=$3 line test rest result secs last=$SECONDS
 	local tests=$4/$1.tests progress=$4/$1.progress
 	while IFS= read -r line; do
 		line=${line%$'\r'}
@@ -167,8 +177,7 @@ fstests_progress() {
 		[[ ! $result = ok || ! $rest =~ ([0-9]+)s$ ]] || secs=${BASH_REMATCH[1]}
 		n=$((n + 1))
 		step_line "$n" "$total" "$fs $test" "$result" "$secs"
-		status=${result%%:*}
-		printf '%s %s %s\n' "$test" "${status// /}" "$secs" >>"$progress"
+		printf '%s %s %s\n' "$test" "$(result_status "$result")" "$secs" >>"$progress"
 		last=$SECONDS
 	done
 }
@@ -195,15 +204,6 @@ check_log_list() {
 	sed -n "s/^$2: //p" "$1/share/results/check.log" 2>/dev/null | tail -n 1 | tr ' ' '\n'
 }
 
-# progress_state RESULT: the status of a progress line's result word.
-progress_state() {
-	case $1 in
-	ok) echo passed ;;
-	FAILED) echo failed ;;
-	*) echo "$1" ;;
-	esac
-}
-
 # write_status FS OUT: OUT/FS.status, "TEST STATUS SECONDS" for each test
 # of the list (STATUS: passed, failed, notrun, excluded, missing: the run
 # ended before it did), from check.log, check.time and the progress lines.
@@ -219,7 +219,7 @@ write_status() {
 	while read -r test; do state[$test]=failed; done < <(check_log_list "$dir" Failures)
 	while read -r test status secs; do
 		took[$test]=$secs
-		[ -n "${state[$test]:-}" ] || state[$test]=$(progress_state "$status")
+		[ -n "${state[$test]:-}" ] || state[$test]=$status
 	done <"$out/$fs.progress"
 	while read -r test secs; do took[$test]=$secs; done \
 		< <(cat "$dir/share/results/check.time" 2>/dev/null || true)

@@ -1,11 +1,11 @@
-"""Host-side tests of scripts/runs/fstests.sh's write_status: the status of
+"""Host-side tests of scripts/runs/fstests.sh's statuses: the status of
 each test of a make fstests run, from fstests' check.log and the progress
 lines the host wrote while the guest ran.
 
 Each test sources fstests.sh (which then only defines its functions), picks
-four tests of tests/fstests.list on btrfs, writes a progress file and
-maybe a check.log into a temporary results directory, and reads back the
-FS.status write_status makes.
+four tests of tests/fstests.list on btrfs, feeds check's output for three
+of them through fstests_progress (the progress lines), maybe writes a
+check.log, and reads back the FS.status write_status makes.
 """
 
 import os
@@ -17,9 +17,11 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 FSTESTS = os.path.join(HERE, "..", "..", "runs", "fstests.sh")
 TESTS = ["generic/013", "generic/075", "generic/112", "generic/499"]
-PROGRESS = ("generic/075 ok 150\n"
-            "generic/112 FAILED 30\n"
-            "generic/499 notrun 40\n")
+# check's output as the guest's results port carries it
+CHECK_OUTPUT = ("generic/075 148s ...  150s\n"
+                "generic/112 - output mismatch (see generic/112.out.bad)\n"
+                "    --- tests/generic/112.out\n"
+                "generic/499 [not run] xfs_io fcollapse failed\n")
 
 
 class WriteStatusTest(unittest.TestCase):
@@ -27,7 +29,9 @@ class WriteStatusTest(unittest.TestCase):
         self.out = tempfile.mkdtemp(prefix="fstests-status-test.")
         self.results = os.path.join(self.out, "btrfs", "share", "results")
         os.makedirs(self.results)
-        self.write(os.path.join(self.out, "btrfs.progress"), PROGRESS)
+        self.write(os.path.join(self.out, "btrfs.tests"),
+                   "".join(t + "\n" for t in TESTS))
+        self.progress(CHECK_OUTPUT)
 
     def tearDown(self):
         shutil.rmtree(self.out)
@@ -37,8 +41,18 @@ class WriteStatusTest(unittest.TestCase):
         with open(path, "w") as f:
             f.write(text)
 
+    def progress(self, check_output):
+        """fstests_progress on CHECK_OUTPUT: OUT/btrfs.progress."""
+        script = ('set -euo pipefail; . "$1"; '
+                  'fstests_progress btrfs 4 0 "$2" >/dev/null')
+        subprocess.run(["bash", "-c", script, "fstests-status-test", FSTESTS,
+                        self.out], input=check_output,
+                       universal_newlines=True, check=True)
+
     def status(self):
-        """write_status btrfs OUT: {test: (status, seconds)}."""
+        """write_status btrfs OUT: {test: status}; checks that generic/075
+        has check's own time (the others' are the host's, since the previous
+        line)."""
         script = ('set -euo pipefail; . "$1"; '
                   'run_options x "--fs --tests" --fs btrfs --tests "$2" '
                   'patched test; write_status btrfs "$3"')
@@ -46,7 +60,10 @@ class WriteStatusTest(unittest.TestCase):
                         " ".join(TESTS), self.out], check=True)
         with open(os.path.join(self.out, "btrfs.status")) as f:
             rows = [line.split() for line in f]
-        return {row[0]: (row[1], row[2]) for row in rows}
+        times = {row[0]: row[2] for row in rows}
+        if times["generic/075"] != "-":
+            self.assertEqual(times["generic/075"], "150")
+        return {row[0]: row[1] for row in rows}
 
     def test_check_log_decides(self):
         self.write(os.path.join(self.results, "check.log"),
@@ -54,24 +71,25 @@ class WriteStatusTest(unittest.TestCase):
                    "Not run: generic/499\n"
                    "Failures: generic/013\n")
         self.assertEqual(self.status(), {
-            "generic/013": ("failed", "-"),
-            "generic/075": ("passed", "150"),
-            "generic/112": ("passed", "30"),
-            "generic/499": ("notrun", "40"),
+            "generic/013": "failed",
+            "generic/075": "passed",
+            "generic/112": "passed",
+            "generic/499": "notrun",
         })
 
     def test_stopped_guest_keeps_progress(self):
         """No check.log: finished tests keep their progress status."""
         self.assertEqual(self.status(), {
-            "generic/013": ("missing", "-"),
-            "generic/075": ("passed", "150"),
-            "generic/112": ("failed", "30"),
-            "generic/499": ("notrun", "40"),
+            "generic/013": "missing",
+            "generic/075": "passed",
+            "generic/112": "failed",
+            "generic/499": "notrun",
         })
 
     def test_nothing_finished(self):
+        # run_fs leaves an empty progress file when no test finished
         self.write(os.path.join(self.out, "btrfs.progress"), "")
-        self.assertEqual({s for s, _ in self.status().values()}, {"missing"})
+        self.assertEqual(set(self.status().values()), {"missing"})
 
 
 if __name__ == "__main__":
