@@ -17,6 +17,12 @@
  * at most one read per 20 appends each (filesystem metadata), the data
  * right, and nothing of the file cached once it is closed and written
  * back.
+ *
+ * Then small files rewritten as a program replaces them: open with
+ * O_TRUNC, one uncached write that ends inside a folio, close, no fsync.
+ * ext4, XFS and btrfs start the writeback of a file truncated that way in
+ * ->release(), so it may end while the file is being closed: whenever it
+ * ends, nothing of a file stays cached once it is closed and written back.
  */
 #include "uncached_io.h"
 
@@ -24,7 +30,8 @@
 #define NR_DSYNC	200
 #define NR_PLAIN	60
 #define PLAIN_GAP_US	30000	/* write-behind runs 10 ms after a write */
-#define NR_CASES	6
+#define NR_REWRITES	100
+#define NR_CASES	8
 
 static uint64_t file_len;
 
@@ -66,6 +73,73 @@ static void append_group(int fd, const char *what, int n, int flags, int gap_us)
 		   what, read_kib, n);
 }
 
+/* The pages of the @n files of @fds cached, once they are written back. */
+static uint64_t files_cached(const int *fds, int n)
+{
+	uint64_t cached = 0;
+	struct cachestat cs;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		cs = wait_range_settled(fds[i], 0, REC, -1, UNCACHED_SETTLE_MS);
+		cached += cs.nr_cache;
+	}
+	return cached;
+}
+
+/*
+ * Rewrite NR_REWRITES files of 8 KiB each to one record, uncached, each
+ * closed right after its write; then count what stays of them once they
+ * are written back (polled for at most UNCACHED_SETTLE_MS in all: the drop
+ * after writeback may run later than the close).
+ */
+static void rewrite_files(void)
+{
+	static char buf[2 * PAGE_SZ];
+	int fds[NR_REWRITES], i, j, fd, waited;
+	char name[32];
+	uint64_t cached;
+	bool ok = true;
+
+	for (i = 0; i < NR_REWRITES; i++) {
+		snprintf(name, sizeof(name), "rewrite%d", i);
+		fd = xopen(test_path(name), O_WRONLY | O_CREAT | O_TRUNC);
+		if (rw_once(fd, true, buf, sizeof(buf), 0, 0, i) != sizeof(buf) ||
+		    fsync(fd))
+			tap_bail("writing %s: %s", name, strerror(errno));
+		close(fd);
+	}
+	for (i = 0; i < NR_REWRITES && ok; i++) {
+		snprintf(name, sizeof(name), "rewrite%d", i);
+		fd = xopen(test_path(name), O_WRONLY | O_TRUNC);
+		ok = rw_once(fd, true, buf, REC, 0, RWF_UNCACHED, i) == REC;
+		if (!ok)
+			tap_diag("rewrite of %s: %s", name, strerror(errno));
+		close(fd);
+		fds[i] = xopen(test_path(name), O_RDONLY);
+	}
+	tap_result(ok, "%d files rewritten to %d bytes with RWF_UNCACHED, each closed at once",
+		   NR_REWRITES, REC);
+	sync();
+	cached = files_cached(fds, i);
+	for (waited = 0; cached && waited < UNCACHED_SETTLE_MS; waited += 100) {
+		usleep(100000);
+		cached = files_cached(fds, i);
+	}
+	for (j = 0; cached && j < i; j++)
+		if (nr_cached(fds[j], 0, REC))
+			tap_diag("rewrite%d: %llu page(s) cached", j,
+				 (unsigned long long)nr_cached(fds[j], 0, REC));
+	tap_result(cached == 0,
+		   "once they are closed and written back: %llu pages of the %d files cached (want 0)",
+		   (unsigned long long)cached, i);
+	while (i--) {
+		close(fds[i]);
+		snprintf(name, sizeof(name), "rewrite%d", i);
+		unlink(test_path(name));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *path;
@@ -97,5 +171,6 @@ int main(int argc, char **argv)
 		   (unsigned long long)file_len);
 	close(fd);
 	unlink(path);
+	rewrite_files();
 	return tap_finish();
 }
