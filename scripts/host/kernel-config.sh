@@ -20,17 +20,33 @@ flavor_fragments() {
 }
 
 # validate_config CONFIG FRAGMENT... - every CONFIG_X=v must be in CONFIG as
-# written; every "# CONFIG_X is not set" must not be set there.
+# written; every "# CONFIG_X is not set" must not be set there. A symbol
+# a later fragment asks for again overrides the earlier request, as in
+# merge_config.sh.
 validate_config() {
 	local config=$1 bad
 	shift
 	bad=$(awk '
 		FNR == NR { have[$0] = 1; next }
-		/^CONFIG_[A-Za-z0-9_]+=/ { if (!($0 in have)) print "  " $0 " (requested in " FILENAME ")"; next }
-		/^# CONFIG_[A-Za-z0-9_]+ is not set/ {
-			sym = $2
-			if ((sym "=y") in have || (sym "=m") in have)
-				print "  " $0 " (requested in " FILENAME ")"
+		/^CONFIG_[A-Za-z0-9_]+=/ { sym = $0; sub(/=.*/, "", sym) }
+		/^# CONFIG_[A-Za-z0-9_]+ is not set/ { sym = $2 }
+		/^CONFIG_[A-Za-z0-9_]+=/ || /^# CONFIG_[A-Za-z0-9_]+ is not set/ {
+			if (!(sym in req))
+				order[n++] = sym
+			req[sym] = $0
+			from[sym] = FILENAME
+		}
+		END {
+			for (i = 0; i < n; i++) {
+				sym = order[i]
+				line = req[sym]
+				if (line ~ /^CONFIG_/)
+					missing = !(line in have)
+				else
+					missing = (sym "=y") in have || (sym "=m") in have
+				if (missing)
+					print "  " line " (requested in " from[sym] ")"
+			}
 		}' "$config" "$@" | sed "s|$KCONFIG/||")
 	[ -z "$bad" ] && return 0
 	printf '%s\n' "$bad" >&2
