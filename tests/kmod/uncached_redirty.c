@@ -102,8 +102,15 @@ static void redirty_disarm(void)
 
 static int redirty_arm(unsigned int fd, pgoff_t index)
 {
-	struct file *file = fget(fd);
+	struct file *file;
 
+	/*
+	 * The probe runs with preemption off, and mark_buffer_dirty() takes
+	 * the mapping's i_pages lock, which sleeps on PREEMPT_RT.
+	 */
+	if (IS_ENABLED(CONFIG_PREEMPT_RT))
+		return -EOPNOTSUPP;
+	file = fget(fd);
 	if (!file)
 		return -EBADF;
 	if (!S_ISREG(file_inode(file)->i_mode)) {
