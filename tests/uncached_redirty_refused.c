@@ -44,25 +44,23 @@ static long module_fired(void)
 	return strtol(buf, NULL, 10);
 }
 
-static void ctl(const char *cmd)
+/*
+ * Write @cmd to the module's ctl; false if the module answers EOPNOTSUPP
+ * (it cannot arm on PREEMPT_RT), any other error bails out.
+ */
+static bool ctl_supported(const char *cmd)
 {
-	if (write(ctl_fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd))
+	if (write(ctl_fd, cmd, strlen(cmd)) == (ssize_t)strlen(cmd))
+		return true;
+	if (errno != EOPNOTSUPP)
 		tap_bail("%s '%s': %s", REDIRTY_CTL, cmd, strerror(errno));
+	return false;
 }
 
-/*
- * Can the module arm on @fd? Not on PREEMPT_RT (EOPNOTSUPP): then it is
- * left disarmed; any other error bails out.
- */
-static bool module_can_arm(int fd)
+static void ctl(const char *cmd)
 {
-	char cmd[64];
-
-	snprintf(cmd, sizeof(cmd), "arm %d 0", fd);
-	if (write(ctl_fd, cmd, strlen(cmd)) < 0 && errno == EOPNOTSUPP)
-		return false;
-	ctl("disarm");
-	return true;
+	if (!ctl_supported(cmd))
+		tap_bail("%s '%s': %s", REDIRTY_CTL, cmd, strerror(errno));
 }
 
 /* The write-behind count of the test filesystem's bdi (all its wbs), kB. */
@@ -113,7 +111,13 @@ int main(int argc, char **argv)
 		tap_bail("%s: %s (the test module uncached_redirty is not loaded)",
 			 REDIRTY_CTL, strerror(errno));
 
-	if (!module_can_arm(fd)) {
+	if (syncfs(fd))
+		tap_bail("syncfs: %s", strerror(errno));
+	base_kb = uncached_dirty_kb();
+	refused = vmstat_counter("uncached_drop_refused");
+	fired = module_fired();
+	snprintf(cmd, sizeof(cmd), "arm %d 0", fd);
+	if (!ctl_supported(cmd)) {
 		for (i = 0; i < 3; i++)
 			tap_skip("the module cannot dirty a folio from ext4's release tracepoint on PREEMPT_RT (its probes run with preemption off, and the i_pages lock sleeps there)");
 		close(ctl_fd);
@@ -121,13 +125,6 @@ int main(int argc, char **argv)
 		unlink(test_path("redirty"));
 		return tap_finish();
 	}
-	if (syncfs(fd))
-		tap_bail("syncfs: %s", strerror(errno));
-	base_kb = uncached_dirty_kb();
-	refused = vmstat_counter("uncached_drop_refused");
-	fired = module_fired();
-	snprintf(cmd, sizeof(cmd), "arm %d 0", fd);
-	ctl(cmd);
 	if (!write_range_flags(fd, 0, FILE_LEN, FILE_LEN, RWF_UNCACHED, SEED))
 		tap_bail("uncached write failed");
 	if (fsync(fd))
