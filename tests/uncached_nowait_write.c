@@ -17,6 +17,8 @@
 #include <sched.h>
 #include <time.h>
 #include <sys/ioctl.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <sys/sysmacros.h>
 
 #define BS		(64 << 10)
@@ -297,13 +299,19 @@ static uint64_t cached_in_blocks(int fd, bool want_refused)
 
 /*
  * Once writeback settled, no page of a block a NOWAIT write wrote is
- * cached. A write that returned EAGAIN may have created its folios before
- * it gave up: they are clean, flagged and left to reclaim (see README,
- * "Known gaps"), so they are only reported.
+ * cached, whether the write wrote all of it or returned short: iomap drops
+ * the folio a write created and gave up on (on XFS with order-0 folios, a
+ * stale mapping the NOWAIT write cannot map again ends it short). For the
+ * same reason no page of a block whose write returned EAGAIN stays cached
+ * (ext4 refuses buffered NOWAIT writes before creating any). btrfs may
+ * leave those (clean, flagged, for reclaim: see README, "Known gaps"), so
+ * there they are only reported.
  */
 static void check_written_dropped(int fd)
 {
-	uint64_t left;
+	uint64_t left, left_refused;
+	struct statfs sfs;
+	bool btrfs;
 	int waited;
 
 	if (fsync(fd))
@@ -314,13 +322,22 @@ static void check_written_dropped(int fd)
 	for (waited = 0; (left = cached_in_blocks(fd, false)) &&
 	     waited < UNCACHED_SETTLE_MS; waited += 10)
 		usleep(10000);
-	if (left)
+	left_refused = cached_in_blocks(fd, true);
+	if (left || left_refused)
 		diag_cached_pages(fd, 0, LEN);
-	tap_diag("after the NOWAIT writes: %llu pages cached in blocks of writes that returned EAGAIN",
-		 (unsigned long long)cached_in_blocks(fd, true));
 	tap_result(!left,
 		   "after the NOWAIT writes: %llu pages of the blocks written cached after writeback (want 0)",
 		   (unsigned long long)left);
+	if (fstatfs(fd, &sfs))
+		tap_bail("fstatfs: %s", strerror(errno));
+	btrfs = sfs.f_type == BTRFS_SUPER_MAGIC;
+	if (!btrfs)
+		tap_result(!left_refused,
+			   "after the NOWAIT writes: %llu pages cached in blocks of writes that returned EAGAIN (want 0)",
+			   (unsigned long long)left_refused);
+	else
+		tap_skip("btrfs keeps the folios of a write that returned EAGAIN (%llu pages cached in such blocks)",
+			 (unsigned long long)left_refused);
 }
 
 int main(int argc, char **argv)
@@ -339,7 +356,7 @@ int main(int argc, char **argv)
 	err = io_uring_queue_init(4, &ring, 0);
 	if (err)
 		tap_bail("io_uring_queue_init: %s", strerror(-err));
-	tap_plan(8);
+	tap_plan(9);
 
 	/* btrfs takes NOWAIT writes only into preallocated (or NOCOW) files */
 	fd = xopen(path, O_RDWR | O_CREAT | O_TRUNC);
